@@ -1,0 +1,7 @@
+"""minialbert: ALBERT (A Lite BERT, Lan et al. 2019) from scratch in PyTorch."""
+
+from .config import PRESETS, AlbertConfig
+from .model import AlbertForPretraining, AlbertModel, count_parameters
+
+__all__ = ["PRESETS", "AlbertConfig", "AlbertModel", "AlbertForPretraining", "count_parameters"]
+__version__ = "0.1.0"

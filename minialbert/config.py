@@ -1,0 +1,168 @@
+"""AlbertConfig: every size and switch of an ALBERT (or BERT) encoder, validated on creation.
+
+One dataclass covers both models: BERT is ALBERT with `sharing="none"`, E = H and no E->H
+projection. Presets hold the paper's Table 1 sizes and the small sizes this course trains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+SHARING = ("all", "attention", "ffn", "none")
+ACTIVATIONS = ("gelu_new", "gelu", "relu")
+ATTENTION_BACKENDS = ("math", "sdpa", "triton")
+
+
+@dataclass
+class AlbertConfig:
+    vocab_size: int = 30000              # V: SentencePiece pieces
+    embedding_size: int = 128            # E: width of token/position/type embeddings
+    hidden_size: int = 768               # H: width of the Transformer layers
+    num_layers: int = 12                 # how many times a layer is applied
+    num_heads: int = 12                  # H / num_heads = head dim (64 in the paper)
+    intermediate_size: int = 3072        # FFN width, 4H in the paper
+    hidden_act: str = "gelu_new"         # gelu_new = tanh approximation (ALBERT); gelu = erf (BERT)
+    hidden_dropout_prob: float = 0.0     # ALBERT v2 uses no dropout; BERT uses 0.1
+    attention_dropout_prob: float = 0.0
+    classifier_dropout_prob: float = 0.1  # dropout before the SOP/NSP classifier (as in HF)
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    initializer_range: float = 0.02
+    sharing: str = "all"                 # all | attention | ffn | none (Table 4 of the paper)
+    num_hidden_groups: int | None = None  # HF layout: layer i uses group i // (num_layers / groups);
+    inner_group_num: int = 1             # each group holds inner_group_num distinct layers
+    embedding_projection: bool = True    # E -> H linear map; BERT has none (E must equal H)
+    attention_backend: str = "sdpa"      # math (explicit, for teaching) | sdpa (fused) | triton
+    pad_token_id: int = 0
+
+    def __post_init__(self) -> None:
+        if self.num_hidden_groups is None:   # resolve the default so the config is explicit
+            self.num_hidden_groups = 1 if self.sharing == "all" else self.num_layers
+        self.validate()
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """Raise ValueError naming the field and the fix for every impossible combination."""
+        positive = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+                    "intermediate_size", "max_position_embeddings", "type_vocab_size",
+                    "num_hidden_groups", "inner_group_num")
+        for name in positive:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("hidden_dropout_prob", "attention_dropout_prob", "classifier_dropout_prob"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        if not self.layer_norm_eps > 0:
+            raise ValueError(f"layer_norm_eps must be positive, got {self.layer_norm_eps!r}")
+        if not 0 <= self.pad_token_id < self.vocab_size:
+            raise ValueError(f"pad_token_id {self.pad_token_id} must be a valid id below vocab_size "
+                             f"{self.vocab_size}")
+        for name, allowed in (("sharing", SHARING), ("hidden_act", ACTIVATIONS),
+                              ("attention_backend", ATTENTION_BACKENDS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose one of {', '.join(allowed)}")
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_heads "
+                             f"{self.num_heads}; pick num_heads dividing it (e.g. hidden_size // 64)")
+        if self.num_layers % self.num_hidden_groups:
+            raise ValueError(f"num_hidden_groups {self.num_hidden_groups} does not divide num_layers "
+                             f"{self.num_layers}; use a divisor of num_layers")
+        if self.sharing != "all" and (self.num_hidden_groups != self.num_layers or self.inner_group_num != 1):
+            raise ValueError(f"sharing={self.sharing!r} gives every layer its own group: leave "
+                             f"num_hidden_groups unset (or {self.num_layers}) and inner_group_num=1; "
+                             f"groups are an option of sharing='all'")
+        if not self.embedding_projection and self.embedding_size != self.hidden_size:
+            raise ValueError(f"embedding_projection=False needs embedding_size == hidden_size, got "
+                             f"{self.embedding_size} != {self.hidden_size}; set embedding_projection=True")
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_heads
+
+    def replace(self, **changes) -> AlbertConfig:
+        """A validated copy with some fields changed (num_hidden_groups re-derived if not given)."""
+        fields = dataclasses.asdict(self)
+        if "sharing" in changes or "num_layers" in changes:
+            fields["num_hidden_groups"] = None
+        fields.update(changes)
+        return AlbertConfig(**fields)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> AlbertConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown AlbertConfig field(s) {unknown}; known fields: {sorted(known)}")
+        return cls(**d)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> AlbertConfig:
+        path = Path(path)
+        try:
+            d = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise FileNotFoundError(f"config file {path} does not exist") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"config file {path} is not valid JSON: {e}") from None
+        return cls.from_dict(d)
+
+    @classmethod
+    def preset(cls, name: str, **changes) -> AlbertConfig:
+        """A named configuration: the paper's Table 1 sizes or a course size (see PRESETS)."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+        return cls(**{**PRESETS[name], **changes})
+
+
+# The paper's Table 1 (V = 30,000, 512 positions). FFN = 4H; heads = H/64 except xlarge,
+# whose released checkpoint uses 16 heads (head dim 128).
+_PAPER = dict(vocab_size=30000, max_position_embeddings=512)
+_BERT = dict(_PAPER, sharing="none", embedding_projection=False, hidden_act="gelu",
+             hidden_dropout_prob=0.1, attention_dropout_prob=0.1)
+
+
+def _bert_twin(albert: dict) -> dict:
+    """The BERT twin of an ALBERT preset: identical except no sharing and E = H, no projection."""
+    return dict(albert, sharing="none", embedding_size=albert["hidden_size"], embedding_projection=False)
+
+
+_COURSE_ALBERT = dict(vocab_size=8000, embedding_size=128, hidden_size=256, num_layers=6, num_heads=4,
+                      intermediate_size=1024, max_position_embeddings=128)
+_CI_ALBERT = dict(vocab_size=1000, embedding_size=32, hidden_size=64, num_layers=4, num_heads=2,
+                  intermediate_size=128, max_position_embeddings=64)
+_GPU_ALBERT = dict(vocab_size=16000, embedding_size=128, hidden_size=768, num_layers=12, num_heads=12,
+                   intermediate_size=3072, max_position_embeddings=256)
+
+PRESETS: dict[str, dict] = {
+    "bert-base": dict(_BERT, embedding_size=768, hidden_size=768, num_layers=12, num_heads=12,
+                      intermediate_size=3072),
+    "bert-large": dict(_BERT, embedding_size=1024, hidden_size=1024, num_layers=24, num_heads=16,
+                       intermediate_size=4096),
+    "albert-base": dict(_PAPER, embedding_size=128, hidden_size=768, num_layers=12, num_heads=12,
+                        intermediate_size=3072),
+    "albert-large": dict(_PAPER, embedding_size=128, hidden_size=1024, num_layers=24, num_heads=16,
+                         intermediate_size=4096),
+    "albert-xlarge": dict(_PAPER, embedding_size=128, hidden_size=2048, num_layers=24, num_heads=16,
+                          intermediate_size=8192),
+    "albert-xxlarge": dict(_PAPER, embedding_size=128, hidden_size=4096, num_layers=12, num_heads=64,
+                           intermediate_size=16384),
+    "course-albert": _COURSE_ALBERT,
+    "course-bert": _bert_twin(_COURSE_ALBERT),
+    "ci-albert": _CI_ALBERT,
+    "ci-bert": _bert_twin(_CI_ALBERT),
+    "gpu-albert": _GPU_ALBERT,
+    "gpu-bert": _bert_twin(_GPU_ALBERT),
+}

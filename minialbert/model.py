@@ -1,0 +1,296 @@
+"""ALBERT in one file: factorized embeddings, attention, the post-LN layer, a shared encoder, heads.
+
+Read top to bottom. Shapes: B batch, N sequence length, E embedding size, H hidden size,
+h heads, d = H / h head dim, V vocabulary, M number of masked (predicted) positions.
+With sharing="none", embedding_size == hidden_size and embedding_projection=False this is BERT.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import AlbertConfig
+
+IGNORE_INDEX = -100  # mlm_labels value for positions that are not predicted
+
+
+def activation(name: str):
+    if name == "gelu_new":   # ALBERT: tanh approximation of GELU (HF calls it gelu_new)
+        return lambda x: F.gelu(x, approximate="tanh")
+    if name == "gelu":       # BERT: exact erf GELU
+        return F.gelu
+    return F.relu
+
+
+class FactorizedEmbedding(nn.Module):
+    """Token + position + type embeddings of width E, LayerNorm(E), then a projection E -> H.
+
+    The paper's first idea: a V x E table plus an E x H matrix instead of a V x H table.
+    """
+
+    def __init__(self, cfg: AlbertConfig):
+        super().__init__()
+        E = cfg.embedding_size
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, E, padding_idx=cfg.pad_token_id)
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, E)
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, E)
+        self.LayerNorm = nn.LayerNorm(E, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        # BERT has no projection; HF ALBERT checkpoints keep one even when E == H.
+        self.projection = nn.Linear(E, cfg.hidden_size) if cfg.embedding_projection else nn.Identity()
+
+    def forward(self, input_ids, token_type_ids):       # (B, N) ids -> (B, N, H)
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)
+             + self.token_type_embeddings(token_type_ids))                  # (B, N, E)
+        return self.projection(self.dropout(self.LayerNorm(x)))             # (B, N, H)
+
+
+def math_attention(q, k, v, attend, dropout_p: float = 0.0):
+    """softmax(q k^T / sqrt(d)) v, written out for teaching. attend: (B, 1, 1, N) bool, True = key is real."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])               # (B, h, N, N)
+    scores = scores.masked_fill(~attend, torch.finfo(scores.dtype).min)     # padded keys get ~0 weight
+    probs = F.dropout(scores.softmax(dim=-1), p=dropout_p)
+    return probs @ v                                                        # (B, h, N, d)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention over a padded batch, with its output projection and post-LN."""
+
+    def __init__(self, cfg: AlbertConfig):
+        super().__init__()
+        H = cfg.hidden_size
+        self.num_heads, self.backend = cfg.num_heads, cfg.attention_backend
+        self.dropout_p = cfg.attention_dropout_prob
+        self.qkv = nn.Linear(H, 3 * H)              # query, key, value in one matmul
+        self.dense = nn.Linear(H, H)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.LayerNorm = nn.LayerNorm(H, eps=cfg.layer_norm_eps)
+
+    def forward(self, x, attend, key_lengths=None):    # x: (B, N, H), attend: (B, 1, 1, N) bool
+        B, N, H = x.shape
+        q, k, v = self.qkv(x).view(B, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)  # 3 x (B, h, N, d)
+        p = self.dropout_p if self.training else 0.0
+        if self.backend == "math":
+            context = math_attention(q, k, v, attend, p)
+        elif self.backend == "sdpa":
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=p)
+        else:
+            from .kernels import fused_attention  # imports triton only when asked for
+            if p > 0:
+                raise ValueError("attention_backend='triton' has no attention dropout; "
+                                 "set attention_dropout_prob=0")
+            context = fused_attention(q, k, v, key_lengths=key_lengths)
+        context = context.transpose(1, 2).reshape(B, N, H)                  # (B, N, H)
+        return self.LayerNorm(x + self.dropout(self.dense(context)))        # post-LN residual
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN H -> intermediate -> H with its residual and post-LN."""
+
+    def __init__(self, cfg: AlbertConfig):
+        super().__init__()
+        self.ffn = nn.Linear(cfg.hidden_size, cfg.intermediate_size)
+        self.ffn_output = nn.Linear(cfg.intermediate_size, cfg.hidden_size)
+        self.act = activation(cfg.hidden_act)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+
+    def forward(self, x):                                                  # (B, N, H) -> (B, N, H)
+        return self.LayerNorm(x + self.dropout(self.ffn_output(self.act(self.ffn(x)))))
+
+
+class TransformerLayer(nn.Module):
+    """One post-LN Transformer layer: attention block, then feed-forward block."""
+
+    def __init__(self, cfg: AlbertConfig):
+        super().__init__()
+        self.attention = SelfAttention(cfg)
+        self.feed_forward = FeedForward(cfg)
+
+    def forward(self, x, attend, key_lengths=None):
+        return self.feed_forward(self.attention(x, attend, key_lengths))
+
+
+class Encoder(nn.Module):
+    """num_layers applications of shared layers: the paper's second idea, cross-layer sharing.
+
+    Parameters live in `groups[g][k]` (HF's num_hidden_groups x inner_group_num layout). Step i
+    runs every layer of group i // (num_layers / num_hidden_groups). sharing="all" with one group
+    reuses one layer everywhere; "none" gives each step its own layer; "attention" and "ffn" give
+    each step its own layer but make all of them hold the very same attention (or FFN) module.
+    """
+
+    def __init__(self, cfg: AlbertConfig):
+        super().__init__()
+        self.num_layers = cfg.num_layers
+        self.groups = nn.ModuleList(
+            nn.ModuleList(TransformerLayer(cfg) for _ in range(cfg.inner_group_num))
+            for _ in range(cfg.num_hidden_groups))
+        first = self.groups[0][0]
+        for group in self.groups[1:]:            # partial sharing: one module object, many places
+            if cfg.sharing == "attention":
+                group[0].attention = first.attention
+            elif cfg.sharing == "ffn":
+                group[0].feed_forward = first.feed_forward
+
+    def group_of(self, step: int) -> int:
+        return step * len(self.groups) // self.num_layers
+
+    def forward(self, x, attend, key_lengths=None, output_hidden_states=False):
+        hidden_states = [x]                      # input to layer 1, then every layer's output
+        for step in range(self.num_layers):
+            for layer in self.groups[self.group_of(step)]:
+                x = layer(x, attend, key_lengths)
+            if output_hidden_states:
+                hidden_states.append(x)
+        return x, (tuple(hidden_states) if output_hidden_states else None)
+
+
+@dataclass
+class EncoderOutput:
+    last_hidden_state: torch.Tensor              # (B, N, H)
+    pooled_output: torch.Tensor                  # (B, H): tanh(W h_[CLS] + b)
+    hidden_states: tuple | None = None           # num_layers + 1 tensors of (B, N, H)
+
+
+class AlbertModel(nn.Module):
+    """The encoder: factorized embeddings, shared Transformer layers, and the [CLS] pooler."""
+
+    def __init__(self, cfg: AlbertConfig):
+        super().__init__()
+        self.config = cfg
+        self.embeddings = FactorizedEmbedding(cfg)
+        self.encoder = Encoder(cfg)
+        self.pooler = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_hidden_states=False):
+        B, N = input_ids.shape
+        if N > self.config.max_position_embeddings:
+            raise ValueError(f"sequence length {N} exceeds max_position_embeddings "
+                             f"{self.config.max_position_embeddings}; truncate the input")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        key_lengths = None
+        if self.config.attention_backend == "triton":
+            key_lengths = right_padded_lengths(attention_mask)
+        attend = attention_mask.bool()[:, None, None, :]                    # (B, 1, 1, N)
+        x = self.embeddings(input_ids, token_type_ids)                      # (B, N, H)
+        x, hidden_states = self.encoder(x, attend, key_lengths, output_hidden_states)
+        pooled = torch.tanh(self.pooler(x[:, 0]))                           # (B, H)
+        return EncoderOutput(x, pooled, hidden_states)
+
+
+def right_padded_lengths(attention_mask):
+    """(B, N) 0/1 mask of the form 1..1 0..0 -> (B,) int32 lengths (what the fused kernel takes)."""
+    lengths = attention_mask.sum(dim=1)
+    prefix = torch.arange(attention_mask.shape[1], device=attention_mask.device)[None] < lengths[:, None]
+    if not torch.equal(prefix, attention_mask.bool()):
+        raise ValueError("attention_backend='triton' needs right-padded batches (mask 1...1 0...0); "
+                         "use attention_backend='sdpa' for other masks")
+    return lengths.to(torch.int32)
+
+
+class MaskedLMHead(nn.Module):
+    """H -> E transform, then a decoder E -> V tied to the word embeddings (plus its own bias)."""
+
+    def __init__(self, cfg: AlbertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.embedding_size)
+        self.act = activation(cfg.hidden_act)
+        self.LayerNorm = nn.LayerNorm(cfg.embedding_size, eps=cfg.layer_norm_eps)
+        self.decoder_weight = word_embeddings.weight     # tied: the same Parameter object
+        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+
+    def forward(self, x):                                 # (..., H) -> (..., V)
+        return F.linear(self.LayerNorm(self.act(self.dense(x))), self.decoder_weight, self.bias)
+
+
+@dataclass
+class PretrainingOutput:
+    loss: torch.Tensor | None                    # mlm_loss + sentence_loss (those that were given)
+    mlm_logits: torch.Tensor                     # (M, V) at labelled positions if mlm_labels given, else (B, N, V)
+    sentence_logits: torch.Tensor | None         # (B, 2) for SOP / NSP
+    pooled_output: torch.Tensor
+    last_hidden_state: torch.Tensor
+    hidden_states: tuple | None = None
+    mlm_loss: torch.Tensor | None = None
+    sentence_loss: torch.Tensor | None = None
+
+
+class AlbertForPretraining(nn.Module):
+    """Encoder + masked-LM head + a 2-way sentence head (SOP for ALBERT, NSP for BERT, or none)."""
+
+    def __init__(self, cfg: AlbertConfig, sentence_task: str | None = "sop"):
+        super().__init__()
+        if sentence_task not in ("sop", "nsp", None):
+            raise ValueError(f"unknown sentence_task {sentence_task!r}; choose 'sop', 'nsp' or None")
+        self.config, self.sentence_task = cfg, sentence_task
+        self.albert = AlbertModel(cfg)
+        self.mlm_head = MaskedLMHead(cfg, self.albert.embeddings.word_embeddings)
+        self.sentence_head = None
+        if sentence_task is not None:
+            self.sentence_head = nn.Sequential(nn.Dropout(cfg.classifier_dropout_prob),
+                                               nn.Linear(cfg.hidden_size, 2))
+        self.apply(lambda m: init_weights(m, cfg.initializer_range))
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None,
+                sentence_labels=None, output_hidden_states=False) -> PretrainingOutput:
+        enc = self.albert(input_ids, token_type_ids, attention_mask, output_hidden_states)
+        x = enc.last_hidden_state
+        mlm_loss = sentence_loss = sentence_logits = None
+        if mlm_labels is not None:
+            # The original TF trick: vocabulary logits only where something is predicted
+            # (about 15% of positions), which saves most of the E x V decoder's work.
+            predicted = mlm_labels != IGNORE_INDEX                          # (B, N) bool
+            mlm_logits = self.mlm_head(x[predicted])                        # (M, V)
+            targets = mlm_labels[predicted]
+            mlm_loss = F.cross_entropy(mlm_logits.float(), targets) if targets.numel() else x.sum() * 0
+        else:
+            mlm_logits = self.mlm_head(x)                                   # (B, N, V)
+        if self.sentence_head is not None:
+            sentence_logits = self.sentence_head(enc.pooled_output)          # (B, 2)
+            if sentence_labels is not None:
+                sentence_loss = F.cross_entropy(sentence_logits.float(), sentence_labels)
+        losses = [t for t in (mlm_loss, sentence_loss) if t is not None]
+        loss = sum(losses) if losses else None
+        return PretrainingOutput(loss, mlm_logits, sentence_logits, enc.pooled_output, x,
+                                 enc.hidden_states, mlm_loss, sentence_loss)
+
+
+def init_weights(module: nn.Module, std: float) -> None:
+    """BERT/ALBERT initialisation: N(0, 0.02) weights, zero biases, unit LayerNorm, zero padding row."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+
+
+def count_parameters(cfg: AlbertConfig) -> int:
+    """Encoder parameters (embeddings, projection, layers, pooler; no MLM/SOP heads), by formula.
+
+    Tests check it against the parameters of a built AlbertModel.
+    """
+    V, E, H, F_, P, T = (cfg.vocab_size, cfg.embedding_size, cfg.hidden_size, cfg.intermediate_size,
+                         cfg.max_position_embeddings, cfg.type_vocab_size)
+    embeddings = (V + P + T) * E + 2 * E + ((E * H + H) if cfg.embedding_projection else 0)
+    attention = 4 * (H * H + H) + 2 * H          # q, k, v, output dense, LayerNorm
+    ffn = 2 * H * F_ + F_ + H + 2 * H             # two linears, LayerNorm
+    stored_layers = cfg.num_hidden_groups * cfg.inner_group_num
+    n_attention = 1 if cfg.sharing == "attention" else stored_layers
+    n_ffn = 1 if cfg.sharing == "ffn" else stored_layers
+    pooler = H * H + H
+    return embeddings + n_attention * attention + n_ffn * ffn + pooler

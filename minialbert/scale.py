@@ -1,0 +1,49 @@
+"""MINIALBERT_SCALE: one switch for sizes and step counts in notebooks, CLI and figures.
+
+- ci: seconds per notebook (what CI and nbval run)
+- course (default): a 2-core laptop CPU, at most ~10 minutes per notebook
+- gpu: one GPU, larger and deeper models, longer runs
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+ENV_VAR = "MINIALBERT_SCALE"
+
+
+@dataclass(frozen=True)
+class Scale:
+    name: str
+    albert_preset: str          # model sizes (see config.PRESETS); the BERT twin is "<x>-bert"
+    bert_preset: str
+    vocab_size: int             # SentencePiece vocabulary trained on the corpus
+    max_documents: int | None   # cap on corpus documents used (None = all)
+    max_seq_len: int            # pretraining sequence length
+    batch_size: int
+    pretrain_steps: int
+    learning_rate: float
+    warmup_steps: int
+    eval_every: int
+
+
+SCALES = {
+    "ci": Scale("ci", "ci-albert", "ci-bert", vocab_size=1000, max_documents=300, max_seq_len=64,
+                batch_size=16, pretrain_steps=30, learning_rate=2e-3, warmup_steps=5, eval_every=15),
+    "course": Scale("course", "course-albert", "course-bert", vocab_size=8000, max_documents=None,
+                    max_seq_len=128, batch_size=32, pretrain_steps=1500, learning_rate=2e-3,
+                    warmup_steps=150, eval_every=250),
+    "gpu": Scale("gpu", "gpu-albert", "gpu-bert", vocab_size=16000, max_documents=None, max_seq_len=256,
+                 batch_size=128, pretrain_steps=20000, learning_rate=1.76e-3, warmup_steps=1000,
+                 eval_every=1000),
+}
+
+
+def current_scale(name: str | None = None) -> Scale:
+    """The Scale named by `name`, else by $MINIALBERT_SCALE, else 'course'."""
+    name = name or os.environ.get(ENV_VAR, "course")
+    if name not in SCALES:
+        raise ValueError(f"unknown scale {name!r} (from {ENV_VAR} or argument); choose one of "
+                         f"{', '.join(SCALES)}")
+    return SCALES[name]
