@@ -1,0 +1,45 @@
+# minialbert: `make figures` (main job), `make test` (all tests), `make lab` (JupyterLab).
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed
+NOTEBOOKS = notebooks
+
+.PHONY: install test test-fast notebooks figures lab lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]' -c constraints.txt
+	touch $@
+
+# Everything: unit, parity, property and process tests, then every notebook at ci scale.
+test: $(STAMP)
+	$(PY) -m ruff check minialbert tests benchmarks
+	MINIALBERT_SCALE=ci $(PY) -m pytest -q tests
+	MINIALBERT_SCALE=ci $(PY) -m pytest -q --nbval-lax --sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
+
+test-fast: $(STAMP)
+	MINIALBERT_SCALE=ci $(PY) -m pytest -q -x tests
+
+# Re-run every lesson at course scale (Restart & Run All) so committed outputs are real.
+notebooks: $(STAMP)
+	for nb in $(NOTEBOOKS)/*.ipynb; do \
+	  MINIALBERT_SCALE=$${MINIALBERT_SCALE:-course} $(PY) -m jupyter nbconvert --to notebook --execute \
+	    --inplace --ExecutePreprocessor.timeout=1800 $$nb || exit 1; done
+
+# Regenerate the course figures (assets/figures) at $MINIALBERT_SCALE (default: course).
+figures: $(STAMP)
+	$(PY) -m minialbert figures
+
+lab: $(STAMP)
+	$(PY) -m jupyter lab $(NOTEBOOKS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check minialbert tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
