@@ -66,7 +66,8 @@ class AlbertConfig:
         for name, allowed in (("sharing", SHARING), ("hidden_act", ACTIVATIONS),
                               ("attention_backend", ATTENTION_BACKENDS)):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose one of {', '.join(allowed)}")
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; "
+                                 f"choose one of {', '.join(allowed)}")
         if self.hidden_size % self.num_heads:
             raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_heads "
                              f"{self.num_heads}; pick num_heads dividing it (e.g. hidden_size // 64)")

@@ -216,7 +216,8 @@ class MaskedLMHead(nn.Module):
 @dataclass
 class PretrainingOutput:
     loss: torch.Tensor | None                    # mlm_loss + sentence_loss (those that were given)
-    mlm_logits: torch.Tensor                     # (M, V) at labelled positions if mlm_labels given, else (B, N, V)
+    mlm_logits: torch.Tensor                     # (M, V) at labelled positions if mlm_labels given,
+                                                 # else (B, N, V)
     sentence_logits: torch.Tensor | None         # (B, 2) for SOP / NSP
     pooled_output: torch.Tensor
     last_hidden_state: torch.Tensor
