@@ -1,0 +1,198 @@
+"""The model: shapes, padding invariance, cross-layer sharing, backends, and the masked-position trick."""
+
+import pytest
+import torch
+
+import minialbert as ma
+from minialbert.config import AlbertConfig
+
+TINY = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_layers=4, num_heads=4,
+            intermediate_size=48, max_position_embeddings=40)
+
+
+def tiny(**changes) -> AlbertConfig:
+    return AlbertConfig(**{**TINY, **changes})
+
+
+def batch(cfg, B=3, N=12, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, cfg.vocab_size, (B, N), generator=g)
+    types = (torch.arange(N) >= N // 2).long().expand(B, N).contiguous()
+    return ids, types
+
+
+def model(cfg, task="sop", seed=0):
+    torch.manual_seed(seed)
+    return ma.AlbertForPretraining(cfg, task).eval()
+
+
+def unique_parameter_count(module):
+    return sum(p.numel() for p in {id(p): p for p in module.parameters()}.values())
+
+
+@pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
+def test_shapes(sharing):
+    cfg = tiny(sharing=sharing)
+    m = model(cfg)
+    ids, types = batch(cfg)
+    out = m(ids, types, output_hidden_states=True)
+    assert out.last_hidden_state.shape == (3, 12, 32)
+    assert out.pooled_output.shape == (3, 32)
+    assert out.mlm_logits.shape == (3, 12, 97)
+    assert out.sentence_logits.shape == (3, 2)
+    assert len(out.hidden_states) == cfg.num_layers + 1
+    assert all(h.shape == (3, 12, 32) for h in out.hidden_states)
+    assert out.loss is None
+    torch.testing.assert_close(out.hidden_states[-1], out.last_hidden_state)
+
+
+@pytest.mark.parametrize("name", ["ci-albert", "ci-bert", "course-albert", "course-bert"])
+def test_count_parameters_matches_built_model(name):
+    cfg = AlbertConfig.preset(name)
+    assert unique_parameter_count(ma.AlbertModel(cfg)) == ma.count_parameters(cfg)
+
+
+@pytest.mark.parametrize("sharing, groups, inner", [("all", 1, 1), ("all", 2, 1), ("all", 2, 2),
+                                                    ("attention", None, 1), ("ffn", None, 1),
+                                                    ("none", None, 1)])
+def test_count_parameters_every_strategy(sharing, groups, inner):
+    cfg = tiny(sharing=sharing, num_hidden_groups=groups, inner_group_num=inner)
+    assert unique_parameter_count(ma.AlbertModel(cfg)) == ma.count_parameters(cfg)
+
+
+def test_all_shared_layers_are_the_same_tensors():
+    enc = ma.AlbertModel(tiny(sharing="all")).encoder
+    layers = [enc.groups[enc.group_of(i)][0] for i in range(4)]
+    assert all(layer is layers[0] for layer in layers)
+    # Depth is free in parameters: 4 or 24 applications of the layer cost the same.
+    assert ma.count_parameters(tiny(num_layers=24)) == ma.count_parameters(tiny(num_layers=4))
+
+
+def test_partial_sharing_ties_exactly_one_block():
+    attn = ma.AlbertModel(tiny(sharing="attention")).encoder.groups
+    assert all(g[0].attention is attn[0][0].attention for g in attn)
+    assert len({id(g[0].feed_forward) for g in attn}) == 4
+    ffn = ma.AlbertModel(tiny(sharing="ffn")).encoder.groups
+    assert all(g[0].feed_forward is ffn[0][0].feed_forward for g in ffn)
+    assert len({id(g[0].attention) for g in ffn}) == 4
+    none = ma.AlbertModel(tiny(sharing="none")).encoder.groups
+    assert len({id(p) for p in none.parameters()}) == 4 * len(list(none[0].parameters()))
+
+
+def test_shared_gradient_accumulates_over_layers():
+    """A shared layer gets one gradient: the sum of what every application contributes."""
+    cfg = tiny(sharing="all")
+    m = model(cfg)
+    ids, types = batch(cfg)
+    m(ids, types).sentence_logits.sum().backward()
+    shared = m.albert.encoder.groups[0][0].attention.qkv.weight
+    assert shared.grad is not None and shared.grad.abs().sum() > 0
+
+
+def test_groups_follow_hf_layout():
+    enc = ma.AlbertModel(tiny(num_layers=6, num_hidden_groups=3)).encoder
+    assert [enc.group_of(i) for i in range(6)] == [0, 0, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("sharing", ["all", "none"])
+def test_padding_invariance(sharing):
+    """Appending padding changes no output at real positions, and no loss."""
+    cfg = tiny(sharing=sharing)
+    m = model(cfg)
+    ids, types = batch(cfg, N=10)
+    labels = torch.full_like(ids, -100)
+    labels[:, [2, 5, 7]] = ids[:, [2, 5, 7]]
+    sentence = torch.tensor([0, 1, 1])
+    ref = m(ids, types, torch.ones_like(ids), mlm_labels=labels, sentence_labels=sentence,
+            output_hidden_states=True)
+
+    pad = 6
+    ids_p = torch.cat([ids, torch.zeros(3, pad, dtype=torch.long)], 1)
+    types_p = torch.cat([types, torch.zeros(3, pad, dtype=torch.long)], 1)
+    mask_p = torch.cat([torch.ones_like(ids), torch.zeros(3, pad, dtype=torch.long)], 1)
+    labels_p = torch.cat([labels, torch.full((3, pad), -100)], 1)
+    out = m(ids_p, types_p, mask_p, mlm_labels=labels_p, sentence_labels=sentence, output_hidden_states=True)
+
+    for a, b in zip(ref.hidden_states, out.hidden_states):
+        torch.testing.assert_close(b[:, :10], a, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.pooled_output, ref.pooled_output, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.mlm_logits, ref.mlm_logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.loss, ref.loss, atol=1e-6, rtol=1e-6)
+
+
+def test_padding_is_not_attended():
+    """Changing the ids under padding changes nothing at real positions."""
+    cfg = tiny()
+    m = model(cfg)
+    ids, types = batch(cfg, N=10)
+    mask = torch.ones_like(ids)
+    mask[:, 7:] = 0
+    a = m(ids, types, mask).last_hidden_state
+    ids2 = ids.clone()
+    ids2[:, 7:] = 11
+    b = m(ids2, types, mask).last_hidden_state
+    torch.testing.assert_close(a[:, :7], b[:, :7], atol=1e-6, rtol=1e-6)
+
+
+def test_math_and_sdpa_backends_agree():
+    cfg = tiny()
+    ids, types = batch(cfg)
+    mask = torch.ones_like(ids)
+    mask[0, 8:] = 0
+    outs = [model(cfg.replace(attention_backend=b))(ids, types, mask, output_hidden_states=True)
+            for b in ("math", "sdpa")]
+    for a, b in zip(outs[0].hidden_states, outs[1].hidden_states):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_mlm_logits_only_at_predicted_positions():
+    cfg = tiny()
+    m = model(cfg)
+    ids, types = batch(cfg)
+    labels = torch.full_like(ids, -100)
+    labels[0, 3], labels[2, 9] = ids[0, 3], ids[2, 9]
+    full = m(ids, types).mlm_logits                                          # (B, N, V)
+    out = m(ids, types, mlm_labels=labels)
+    assert out.mlm_logits.shape == (2, cfg.vocab_size)
+    torch.testing.assert_close(out.mlm_logits, full[[0, 2], [3, 9]])
+    expected = torch.nn.functional.cross_entropy(full.reshape(-1, cfg.vocab_size), labels.reshape(-1))
+    torch.testing.assert_close(out.mlm_loss, expected)
+
+
+def test_loss_sums_mlm_and_sentence_losses():
+    cfg = tiny()
+    m = model(cfg, "nsp")
+    ids, types = batch(cfg)
+    labels = ids.masked_fill(torch.rand(ids.shape, generator=torch.Generator().manual_seed(1)) > 0.2, -100)
+    out = m(ids, types, mlm_labels=labels, sentence_labels=torch.tensor([1, 0, 1]))
+    torch.testing.assert_close(out.loss, out.mlm_loss + out.sentence_loss)
+    assert model(cfg, None)(ids, types).sentence_logits is None
+
+
+def test_decoder_is_tied_to_word_embeddings():
+    m = model(tiny())
+    assert m.mlm_head.decoder_weight is m.albert.embeddings.word_embeddings.weight
+
+
+def test_bert_shape_has_no_projection():
+    m = ma.AlbertModel(AlbertConfig.preset("ci-bert"))
+    assert isinstance(m.embeddings.projection, torch.nn.Identity)
+
+
+def test_too_long_input_is_a_clear_error():
+    cfg = tiny()
+    with pytest.raises(ValueError, match="sequence length 41 exceeds max_position_embeddings 40"):
+        model(cfg)(torch.ones(1, 41, dtype=torch.long))
+
+
+def test_unknown_sentence_task():
+    with pytest.raises(ValueError, match="unknown sentence_task 'mlm'"):
+        ma.AlbertForPretraining(tiny(), "mlm")
+
+
+def test_deterministic_given_seed():
+    cfg = tiny()
+    ids, types = batch(cfg)
+    a = model(cfg, seed=3)(ids, types).mlm_logits
+    b = model(cfg, seed=3)(ids, types).mlm_logits
+    assert torch.equal(a, b)
