@@ -26,6 +26,7 @@ class Scale:
     learning_rate: float
     warmup_steps: int
     eval_every: int
+    dupe_factor: int = 1        # pretraining-data passes over the corpus, each with new cuts and masks
 
 
 SCALES = {
@@ -33,10 +34,10 @@ SCALES = {
                 batch_size=16, pretrain_steps=30, learning_rate=2e-3, warmup_steps=5, eval_every=15),
     "course": Scale("course", "course-albert", "course-bert", vocab_size=8000, max_documents=None,
                     max_seq_len=128, batch_size=32, pretrain_steps=1500, learning_rate=2e-3,
-                    warmup_steps=150, eval_every=250),
+                    warmup_steps=150, eval_every=250, dupe_factor=10),
     "gpu": Scale("gpu", "gpu-albert", "gpu-bert", vocab_size=16000, max_documents=None, max_seq_len=256,
                  batch_size=128, pretrain_steps=20000, learning_rate=1.76e-3, warmup_steps=1000,
-                 eval_every=1000),
+                 eval_every=1000, dupe_factor=10),
 }
 
 
