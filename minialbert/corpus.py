@@ -1,0 +1,328 @@
+"""Corpora as documents of sentences: the embedded `pydocs` corpus and WikiText-2/103.
+
+`pydocs` is the English prose that ships inside every CPython: the language-reference topics
+(`pydoc_data.topics`, a plain dict of strings) and the standard library's docstrings, read
+with `ast` from the running interpreter's own files (nothing imported or executed). It needs
+no network, and it is read at run time, never copied into the repository.
+
+WikiText is downloaded (pinned revision, sha256-checked) from the HuggingFace hub and
+streamed document by document, so memory stays bounded on WikiText-103.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import json
+import re
+import sys
+import sysconfig
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .download import atomic_write, cache_dir, download
+
+__all__ = ["Document", "cache_dir", "corpus_stats", "documents", "pydocs_documents", "split_sentences",
+           "wikitext_documents", "SPLITS"]
+
+SPLITS = ("train", "valid", "test")
+PYDOCS_FORMAT = 1                       # bump when the parsing rules change: invalidates caches
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document: a title and its sentences in reading order (SOP needs that order)."""
+
+    title: str
+    sentences: tuple[str, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# Sentence splitting
+
+# words whose trailing period never ends a sentence ("e.g. Python", "Mr. Smith")
+_ABBREVIATIONS = {"e.g", "i.e", "cf", "vs", "mr", "mrs", "ms", "dr", "st", "no", "fig", "approx", "resp",
+                  "al", "ca", "viz", "jr", "sr", "prof", "ed", "vol", "ch", "sec", "p", "pp"}
+# a candidate boundary: end punctuation, optional closing quotes/brackets, whitespace, and a
+# sentence-like start (capital, digit, quote or bracket)
+_BOUNDARY = re.compile(r"""[.!?]["')\]]*\s+(?=["'(\[]?[A-Z0-9])""")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences with a few rules that suit technical English.
+
+    A sentence ends at '.', '!' or '?' followed by whitespace and a capital, digit or quote.
+    Periods inside tokens (os.path.join, 3.11, e.g.) never split, nor do abbreviations such as
+    "e.g." or "i.e." or single-letter initials.
+    """
+    text = " ".join(text.split())
+    sentences, start = [], 0
+    for m in _BOUNDARY.finditer(text):
+        before = text[start:m.start() + 1]
+        last_word = before.rsplit(None, 1)[-1].rstrip(".!?\"')]").lstrip("\"'([")
+        if text[m.start()] == "." and (last_word.lower() in _ABBREVIATIONS
+                                       or (len(last_word) == 1 and last_word.isupper())):
+            continue
+        sentences.append(text[start:m.end()].strip())
+        start = m.end()
+    if text[start:].strip():
+        sentences.append(text[start:].strip())
+    return sentences
+
+
+# ---------------------------------------------------------------------------------------------
+# The embedded corpus: pydocs
+
+# stdlib directories (any path component) that hold tests, tools or data rather than prose
+_SKIP_DIRS = {"test", "tests", "idle_test", "idlelib", "site-packages", "dist-packages", "turtledemo",
+              "ensurepip", "lib-dynload", "__pycache__", "encodings", "pydoc_data", "__phello__"}
+_MIN_WORDS = 3                          # shorter "sentences" are headings or fragments
+_MIN_SENTENCES = 3                      # smaller docstrings are merged into their module's document
+_UNDERLINE = re.compile(r"^\s*([-=*~^+#\"'`])\1{2,}\s*$")
+_CODE_MARKERS = (">>>", "...", "::=", "$ ", "% ")
+
+
+def clean_paragraphs(text: str) -> list[str]:
+    """Prose paragraphs of a docstring or help topic: code and grammar dropped, whitespace normalised.
+
+    Drops indented blocks (code samples, grammar, tables), doctest lines, grammar productions
+    (`::=`), headings (a line over an underline) and the underlines themselves.
+    """
+    lines = inspect.cleandoc(text).splitlines()
+    paragraphs, current = [], []
+    for i, line in enumerate(lines):
+        is_heading = i + 1 < len(lines) and _UNDERLINE.match(lines[i + 1]) is not None
+        if (not line.strip() or line[:1].isspace() or _UNDERLINE.match(line) or is_heading
+                or line.lstrip().startswith(_CODE_MARKERS) or "::=" in line):
+            if current:
+                paragraphs.append(" ".join(current))
+                current = []
+            continue
+        current.append(line.strip())
+    if current:
+        paragraphs.append(" ".join(current))
+    # "as follows::" introduces a (dropped) code block: keep the sentence, drop the marker
+    return [" ".join(p.replace("::", ":").split()) for p in paragraphs]
+
+
+def prose_sentences(text: str) -> list[str]:
+    """Clean a docstring/topic and split it into sentences of at least _MIN_WORDS words."""
+    return [s for p in clean_paragraphs(text) for s in split_sentences(p)
+            if len(s.split()) >= _MIN_WORDS and any(c.isalpha() for c in s)]
+
+
+def _topic_documents() -> list[Document]:
+    """One document per language-reference topic (pydoc_data.topics is a data dict, not code)."""
+    from pydoc_data.topics import topics
+    return [Document(f"topic:{name}", tuple(prose_sentences(topics[name]))) for name in sorted(topics)]
+
+
+def _stdlib_files(root: Path) -> list[Path]:
+    """Sorted .py files of the stdlib directory, without tests, tools and data packages."""
+    files = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if any(part in _SKIP_DIRS or part.startswith("config-") for part in rel.parts[:-1]):
+            continue
+        if rel.name.startswith("_sysconfigdata") or rel.name == "__main__.py":
+            continue
+        files.append(path)
+    return files
+
+
+def _module_documents(path: Path, root: Path) -> list[Document]:
+    """Documents from one module: its docstring, one per class (with its methods), and its functions.
+
+    Docstrings with fewer than _MIN_SENTENCES sentences join the module's own document, so tiny
+    docstrings do not become tiny documents.
+    """
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError):       # e.g. lib2to3 fixtures in Python 2 syntax
+        return []
+    rel = path.relative_to(root).with_suffix("")
+    module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+    module_sents = prose_sentences(ast.get_docstring(tree) or "")
+    function_sents: list[str] = []
+    docs = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            sents = prose_sentences(ast.get_docstring(node) or "")
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    sents += prose_sentences(ast.get_docstring(item) or "")
+            if len(sents) >= _MIN_SENTENCES:
+                docs.append(Document(f"{module}.{node.name}", tuple(sents)))
+            else:
+                module_sents += sents
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function_sents += prose_sentences(ast.get_docstring(node) or "")
+    if len(function_sents) >= _MIN_SENTENCES:
+        docs.append(Document(f"{module} (functions)", tuple(function_sents)))
+    else:
+        module_sents += function_sents
+    if len(module_sents) >= 2:
+        docs.append(Document(module, tuple(module_sents)))
+    return docs
+
+
+def _hash(text: str, salt: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{salt}:{text}".encode()).digest()[:8], "big")
+
+
+def split_of(title: str) -> str:
+    """train/valid/test (90/5/5) from a hash of the title: stable whatever else the corpus holds."""
+    bucket = _hash(title, "split") % 100
+    return "train" if bucket < 90 else "valid" if bucket < 95 else "test"
+
+
+def _build_pydocs() -> list[Document]:
+    """Parse the whole corpus, in a fixed pseudo-random order (hash of the title)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    merged: dict[str, list[str]] = {}
+    for doc in _topic_documents() + [d for f in _stdlib_files(root) for d in _module_documents(f, root)]:
+        merged.setdefault(doc.title, []).extend(doc.sentences)   # a name defined twice: one document
+    docs = [Document(t, tuple(s)) for t, s in merged.items() if len(s) >= 2]
+    return sorted(docs, key=lambda d: (_hash(d.title, "order"), d.title))
+
+
+def _pydocs_all() -> list[Document]:
+    """The parsed corpus, cached as JSON per Python version (the stdlib's text differs by version)."""
+    version = ".".join(map(str, sys.version_info[:3]))
+    path = cache_dir() / "corpora" / f"pydocs-py{version}-v{PYDOCS_FORMAT}.json"
+    if path.exists():
+        try:
+            return [Document(d["title"], tuple(d["sentences"]))
+                    for d in json.loads(path.read_text(encoding="utf-8"))]
+        except (ValueError, KeyError, TypeError):
+            path.unlink()                       # damaged cache: rebuild it below
+    docs = _build_pydocs()
+    data = [{"title": d.title, "sentences": list(d.sentences)} for d in docs]
+    atomic_write(path, json.dumps(data, ensure_ascii=False).encode())
+    return docs
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+
+
+def pydocs_documents(split: str = "train", max_documents: int | None = None) -> list[Document]:
+    """The embedded corpus: one split, in a fixed order whose prefixes are fair samples.
+
+    max_documents keeps the first documents of that order (scales use it to shrink the corpus).
+    """
+    _check_split(split)
+    docs = [d for d in _pydocs_all() if split_of(d.title) == split]
+    return docs if max_documents is None else docs[:max_documents]
+
+
+def corpus_stats(docs) -> dict[str, int]:
+    """Size of a corpus: documents, sentences and whitespace-separated words."""
+    docs = list(docs)
+    sentences = [s for d in docs for s in d.sentences]
+    return {"documents": len(docs), "sentences": len(sentences),
+            "words": sum(len(s.split()) for s in sentences)}
+
+
+# ---------------------------------------------------------------------------------------------
+# WikiText-2 / WikiText-103 (raw), from the HuggingFace hub
+
+# The hub's parquet files at a pinned commit of Salesforce/wikitext, with their published sizes
+# and sha256 (the LFS object ids). WikiText-2 and -103 share the same validation and test files.
+WIKITEXT_REPO = "https://huggingface.co/datasets/Salesforce/wikitext/resolve"
+WIKITEXT_REVISION = "b08601e04326c79dfdd32d625aee71d232d685c3"
+_WT_VALID = ("validation-00000-of-00001.parquet", 657209,
+             "204929b7ff9d6184953f867dedb860e40aa69c078fc1e54b3baaa8fb28511c4c")
+_WT_TEST = ("test-00000-of-00001.parquet", 732610,
+            "5f1bea067869d04849c0f975a2b29c4ff47d867f484f5010ea5e861eab246d91")
+# name -> split -> [(file in the hub repository, size in bytes, sha256)]
+WIKITEXT_FILES: dict[str, dict[str, list[tuple[str, int | None, str | None]]]] = {
+    "wikitext-2": {
+        "train": [("wikitext-2-raw-v1/train-00000-of-00001.parquet", 6357543,
+                   "e83889baabc497075506f91975be5fac0d45c5290b6b20582c8cd1e853d0c9f7")],
+        "valid": [("wikitext-2-raw-v1/" + _WT_VALID[0], *_WT_VALID[1:])],
+        "test": [("wikitext-2-raw-v1/" + _WT_TEST[0], *_WT_TEST[1:])],
+    },
+    "wikitext-103": {
+        "train": [("wikitext-103-raw-v1/train-00000-of-00002.parquet", 156987808,
+                   "74da360f23826045b3e6ac6375411fdb15f003030aa74f2596ed08b857cb9212"),
+                  ("wikitext-103-raw-v1/train-00001-of-00002.parquet", 157088770,
+                   "ba090ac30dbf5461e8dcbdd1a1b8e6f3cf9c2c756d64f0c1220450acd514f720")],
+        "valid": [("wikitext-103-raw-v1/" + _WT_VALID[0], *_WT_VALID[1:])],
+        "test": [("wikitext-103-raw-v1/" + _WT_TEST[0], *_WT_TEST[1:])],
+    },
+}
+_TITLE = re.compile(r"^ = ([^=].*) = $")
+_WIKI_ESCAPES = {" @-@ ": "-", " @,@ ": ",", " @.@ ": "."}
+
+
+def wikitext_lines_to_documents(lines: Iterable[str]) -> Iterator[Document]:
+    """Group WikiText lines into documents, streaming.
+
+    A ` = Title = ` line between two blank lines starts a document (the blank-line check keeps
+    title-like lines inside tables from splitting an article); ` = = Section = = ` headings and
+    blank lines are dropped; each paragraph line is split into sentences.
+    """
+    title, sentences = None, []
+    previous, window = "", iter(lines)
+    line = next(window, None)
+    while line is not None:
+        following = next(window, None)
+        text = line.strip()
+        m = _TITLE.match(line.rstrip("\n"))
+        if m and not previous.strip() and (following is None or not following.strip()):
+            if title is not None and sentences:
+                yield Document(title, tuple(sentences))
+            title, sentences = m.group(1).strip(), []
+        elif text and not text.startswith("= "):
+            for escaped, plain in _WIKI_ESCAPES.items():
+                text = text.replace(escaped, plain)
+            sentences += split_sentences(text)
+        previous, line = line, following
+    if title is not None and sentences:
+        yield Document(title, tuple(sentences))
+
+
+def _file_lines(path: Path) -> Iterator[str]:
+    """Lines of a WikiText file, streamed: parquet (the hub's format, `text` column, batch by
+    batch) or plain text (the original wiki.*.raw files)."""
+    if path.suffix != ".parquet":
+        with open(path, encoding="utf-8") as f:
+            yield from f
+        return
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        raise ImportError(f"reading {path.name} needs pyarrow (the hub ships WikiText as parquet): "
+                          "pip install pyarrow") from e
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=4096, columns=["text"]):
+        yield from batch.column(0).to_pylist()
+
+
+def wikitext_documents(name: str = "wikitext-2", split: str = "train",
+                       base_url: str | None = None) -> Iterator[Document]:
+    """Stream WikiText documents of one split, downloading (and checking) its files first.
+
+    base_url replaces the pinned hub address (tests serve files from loopback).
+    """
+    if name not in WIKITEXT_FILES:
+        raise ValueError(f"unknown corpus {name!r}; choose one of pydocs, {', '.join(WIKITEXT_FILES)}")
+    _check_split(split)
+    base = base_url or f"{WIKITEXT_REPO}/{WIKITEXT_REVISION}"
+    paths = [download(f"{base}/{file}", cache_dir() / "corpora" / name / Path(file).name, sha256=sha,
+                      expected_size=size)
+             for file, size, sha in WIKITEXT_FILES[name][split]]
+    yield from wikitext_lines_to_documents(line for p in paths for line in _file_lines(p))
+
+
+def documents(name: str = "pydocs", split: str = "train", max_documents: int | None = None):
+    """Documents of a named corpus ('pydocs', 'wikitext-2', 'wikitext-103'): a list or a stream."""
+    if name == "pydocs":
+        return pydocs_documents(split, max_documents)
+    stream = wikitext_documents(name, split)
+    if max_documents is None:
+        return stream
+    return (doc for _, doc in zip(range(max_documents), stream))

@@ -1,0 +1,118 @@
+"""Checksummed, atomic downloads into the minialbert cache.
+
+A download streams to a temporary file next to its destination, checks the HTTP status, the
+announced size and the sha256, and only then renames the file into place. Whatever fails, no
+half-written or unverified file is left where a later run would trust it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+CACHE_ENV_VAR = "MINIALBERT_CACHE"
+CHUNK_BYTES = 1 << 20
+
+
+class DownloadError(RuntimeError):
+    """A download failed: HTTP error, timeout, truncated body or checksum mismatch."""
+
+
+def cache_dir() -> Path:
+    """The cache directory: $MINIALBERT_CACHE, else ~/.cache/minialbert (created if missing)."""
+    path = Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "minialbert").expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def atomic_write(path: Path, data: bytes) -> Path:
+    """Write bytes to a temp file in path's directory, then rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)                    # mkstemp makes 0600 files; caches are plain files
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks so large files use little memory."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(CHUNK_BYTES), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def download(url: str, dest: Path, sha256: str | None = None, timeout: float = 60,
+             expected_size: int | None = None) -> Path:
+    """Download `url` to `dest` unless a file with the right sha256 is already there; return dest.
+
+    expected_size (bytes), when known, is checked too. With sha256=None an existing dest is
+    trusted as is (there is nothing to check it against).
+    """
+    dest = Path(dest)
+    if dest.exists():
+        if sha256 is None or sha256_of(dest) == sha256.lower():
+            return dest
+        dest.unlink()                   # corrupt or stale cache entry: fetch it again
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _stream(url, f, timeout, expected_size)
+        if sha256 is not None:
+            actual = sha256_of(tmp)
+            if actual != sha256.lower():
+                raise DownloadError(f"sha256 mismatch for {url}: expected {sha256.lower()}, got {actual}; "
+                                    "the file on the server changed or the transfer was corrupted")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def _stream(url: str, f, timeout: float, expected_size: int | None) -> None:
+    """Copy the body of `url` into the open file `f`, checking status and length."""
+    request = urllib.request.Request(url, headers={"User-Agent": "minialbert"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            if response.status != 200:
+                raise DownloadError(f"download failed: HTTP {response.status} for URL {url}; expected 200")
+            length = response.headers.get("Content-Length")
+            total = int(length) if length is not None else expected_size
+            received = 0
+            with tqdm(total=total, unit="B", unit_scale=True, desc=Path(url.split("?")[0]).name,
+                      leave=False) as bar:
+                while chunk := response.read(CHUNK_BYTES):
+                    f.write(chunk)
+                    received += len(chunk)
+                    bar.update(len(chunk))
+    except urllib.error.HTTPError as e:
+        raise DownloadError(f"download failed: HTTP {e.code} for URL {url}; check the URL or retry "
+                            "later") from e
+    except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError) as e:
+        raise DownloadError(f"download failed for URL {url}: {e}; check your network connection "
+                            f"(timeout was {timeout} s)") from e
+    if length is not None and received != int(length):
+        raise DownloadError(f"truncated download from {url}: got {received} bytes, expected {length}; "
+                            "retry the download")
+    if expected_size is not None and received != expected_size:
+        raise DownloadError(f"download from {url} has {received} bytes, expected {expected_size}; the "
+                            "file on the server is not the pinned one")

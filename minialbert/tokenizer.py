@@ -1,0 +1,209 @@
+"""SentencePiece tokenizer with ALBERT's conventions, trained from scratch or loaded.
+
+ALBERT uses a 30k SentencePiece unigram model with fixed special ids (<pad>=0, <unk>=1,
+[CLS]=2, [SEP]=3, [MASK]=4) on text that is lower-cased, NFKD-normalised and stripped of
+accents before SentencePiece sees it. We train the same kind of model on our corpus and can
+also load the official `spiece.model` files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
+
+import sentencepiece as spm
+import torch
+
+from .download import atomic_write, cache_dir
+
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
+PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_PIECES = {PAD_ID: PAD, UNK_ID: UNK, CLS_ID: CLS, SEP_ID: SEP, MASK_ID: MASK}
+WORD_START = "\u2581"                       # "▁": SentencePiece's marker for a preceding space
+TOKENIZER_FORMAT = 1                        # bump when training settings change: invalidates caches
+
+
+def normalize(text: str) -> str:
+    """ALBERT's text preprocessing: collapse whitespace, NFKD, drop accents, lower-case."""
+    text = " ".join(text.split()).replace("``", '"').replace("''", '"')
+    text = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in text if not unicodedata.combining(c)).lower()
+
+
+class Tokenizer:
+    """A SentencePiece model plus ALBERT's special ids, normalisation and pair layout."""
+
+    def __init__(self, model_proto: bytes):
+        self.sp = spm.SentencePieceProcessor()
+        try:
+            self.sp.LoadFromSerializedProto(model_proto)
+        except (RuntimeError, OSError) as e:
+            raise ValueError(f"not a SentencePiece model ({e}); pass a .model file written by "
+                             "Tokenizer.save or an official ALBERT spiece.model") from e
+        self.model_proto = model_proto
+        wrong = {i: self.sp.id_to_piece(i) for i, p in SPECIAL_PIECES.items()
+                 if i >= self.sp.get_piece_size() or self.sp.id_to_piece(i) != p}
+        if wrong:
+            raise ValueError(f"SentencePiece model has the wrong special pieces {wrong}; ALBERT needs "
+                             f"{SPECIAL_PIECES}. Train one with Tokenizer.train or use an ALBERT "
+                             "spiece.model")
+        self.special_ids = set(SPECIAL_PIECES)
+
+    @classmethod
+    def train(cls, sentences: Iterable[str], vocab_size: int, path: Path | None = None,
+              seed: int = 0) -> Tokenizer:
+        """Train a unigram model on `sentences` (normalised here, in the order given).
+
+        Deterministic: fixed input order, no sampling or shuffling of sentences, one thread and a
+        fixed seed, so two trainings on the same input give byte-identical models.
+        """
+        if vocab_size <= len(SPECIAL_PIECES):
+            raise ValueError(f"vocab_size {vocab_size} is too small; it must exceed the "
+                             f"{len(SPECIAL_PIECES)} special pieces")
+        spm.set_random_generator_seed(seed)
+        model = _BytesWriter()
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=(normalize(s) for s in sentences), model_writer=model,
+                model_type="unigram", vocab_size=vocab_size, character_coverage=1.0,
+                pad_id=PAD_ID, unk_id=UNK_ID, bos_id=-1, eos_id=-1, pad_piece=PAD, unk_piece=UNK,
+                control_symbols=[CLS, SEP, MASK],
+                # every lower-case printable ASCII character gets a piece, so ASCII never maps to <unk>
+                required_chars="".join(sorted(set(string.printable.lower()) - set(string.whitespace))),
+                input_sentence_size=0, shuffle_input_sentence=False, num_threads=1,
+                minloglevel=2)
+        except RuntimeError as e:
+            raise ValueError(f"SentencePiece training failed: {e}. A smaller vocab_size or a larger "
+                             "corpus usually fixes this") from e
+        tok = cls(model.data)
+        if path is not None:
+            tok.save(path)
+        return tok
+
+    @classmethod
+    def load(cls, path: Path) -> Tokenizer:
+        """Load a .model file (ours or an official ALBERT spiece.model)."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no tokenizer model at {path}; train one with Tokenizer.train or "
+                                    "use course_tokenizer()")
+        try:
+            return cls(path.read_bytes())
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from e
+
+    def save(self, path: Path) -> Path:
+        """Write the model atomically (temp file in the same directory, then rename)."""
+        return atomic_write(Path(path), self.model_proto)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def __repr__(self) -> str:
+        return f"Tokenizer(vocab_size={self.vocab_size})"
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of normalised text, without special tokens."""
+        return self.sp.encode(normalize(text))
+
+    def pieces(self, text: str) -> list[str]:
+        """The pieces (strings) that encode(text) produces."""
+        return self.sp.encode(normalize(text), out_type=str)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text from ids; <pad>, [CLS] and [SEP] are skipped, [MASK] is shown as '[MASK]'."""
+        ids = [int(i) for i in ids]
+        bad = [i for i in ids if not 0 <= i < self.vocab_size]
+        if bad:
+            raise ValueError(f"token ids {bad[:5]} are outside the vocabulary [0, {self.vocab_size})")
+        words, run = [], []
+        for i in ids + [MASK_ID]:                   # a trailing [MASK] flushes the last run
+            if i == MASK_ID:
+                if run:
+                    words.append(self.sp.decode(run))
+                words.append(MASK)
+                run = []
+            elif i not in (PAD_ID, CLS_ID, SEP_ID):
+                run.append(i)
+        return " ".join(w for w in words[:-1] if w)
+
+    def id_to_piece(self, i: int) -> str:
+        return self.sp.id_to_piece(int(i))
+
+    def piece_to_id(self, piece: str) -> int:
+        return self.sp.piece_to_id(piece)
+
+    def encode_pair(self, a: str | list[int], b: str | list[int] | None = None,
+                    max_len: int = 512) -> tuple[list[int], list[int]]:
+        """`[CLS] A [SEP] B [SEP]` ids and token types (0 for CLS, A, SEP; 1 for B, SEP).
+
+        If too long, tokens are removed from the end of the longer segment first (as BERT does),
+        so the result has at most max_len tokens.
+        """
+        a = list(self.encode(a) if isinstance(a, str) else a)
+        b = None if b is None else list(self.encode(b) if isinstance(b, str) else b)
+        n_special = 2 if b is None else 3
+        if max_len < n_special + (0 if b is None else 1) + 1:
+            raise ValueError(f"max_len {max_len} leaves no room for the segments after "
+                             f"{n_special} special tokens")
+        while len(a) + len(b or ()) + n_special > max_len:
+            (a if b is None or len(a) >= len(b) else b).pop()
+        ids = [CLS_ID] + a + [SEP_ID]
+        types = [0] * len(ids)
+        if b is not None:
+            ids += b + [SEP_ID]
+            types += [1] * (len(b) + 1)
+        return ids, types
+
+    def word_start_mask(self) -> torch.Tensor:
+        """(vocab_size,) bool: True for pieces that begin a word ('▁...'), False for special ids.
+
+        Whole-word masking groups a word-start piece with the continuation pieces after it.
+        """
+        mask = torch.tensor([self.sp.id_to_piece(i).startswith(WORD_START) for i in range(self.vocab_size)])
+        mask[sorted(self.special_ids)] = False
+        return mask
+
+
+class _BytesWriter:
+    """Collects the trained model from SentencePiece's model_writer callback."""
+
+    def __init__(self):
+        self.data = b""
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+
+def course_tokenizer(scale=None) -> Tokenizer:
+    """The course tokenizer: trained on the pydocs train split at `scale` (default: current scale).
+
+    Cached under cache_dir()/tokenizers/ by a hash of the corpus text and the settings, so the
+    first call trains (seconds) and later calls, in any process, load (milliseconds).
+    """
+    from .corpus import pydocs_documents
+    from .scale import current_scale
+
+    scale = scale or current_scale()
+    docs = pydocs_documents("train", max_documents=scale.max_documents)
+    sentences = [s for d in docs for s in d.sentences]
+    key = hashlib.sha256()
+    key.update(json.dumps({"vocab_size": scale.vocab_size, "seed": 0, "format": TOKENIZER_FORMAT,
+                           "sentencepiece": spm.__version__}).encode())
+    for s in sentences:
+        key.update(s.encode() + b"\n")
+    path = cache_dir() / "tokenizers" / f"pydocs-{scale.vocab_size}-{key.hexdigest()[:16]}.model"
+    if path.exists():
+        try:
+            return Tokenizer.load(path)
+        except ValueError:
+            path.unlink()                           # damaged cache: train again below
+    return Tokenizer.train(sentences, scale.vocab_size, path, seed=0)
