@@ -1,0 +1,11 @@
+"""Triton kernels, imported only on demand (attention_backend="triton"): minialbert works without triton."""
+
+try:
+    import triton  # noqa: F401
+except ImportError as err:  # pragma: no cover - depends on the machine
+    raise ImportError("minialbert.kernels needs triton (`pip install triton`, Linux); "
+                      "without it use attention_backend='sdpa'") from err
+
+from .flash_attention import INTERPRET, fused_attention
+
+__all__ = ["INTERPRET", "fused_attention"]

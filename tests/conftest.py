@@ -1,0 +1,13 @@
+"""Test-session setup that must happen before anything imports triton.
+
+Without a CUDA GPU the Triton kernels run in Triton's CPU interpreter, which is chosen when a kernel
+is defined (`@triton.jit` reads TRITON_INTERPRET). Some libraries the tests use (transformers) import
+triton early, so the variable is set here, before any test module is collected.
+"""
+
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
