@@ -1,0 +1,353 @@
+"""HuggingFace interop: load HF ALBERT / BERT checkpoints, export to HF ALBERT, fetch the official ones.
+
+The only real differences between HF's layout and ours are names and one fusion: HF keeps separate
+query/key/value Linears where we keep one `qkv` Linear (rows ordered q, k, v). Everything else is a
+rename, listed once in `_names` and used in both directions.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from . import download as dl
+from .config import AlbertConfig
+from .model import AlbertForPretraining
+
+HUB_URL = "https://huggingface.co"   # files come from {HUB_URL}/{repo}/resolve/{revision}/{file}
+
+# Official checkpoints: name -> (hub repo, pinned commit). A commit pins the exact files. Only
+# albert-base-v2 and bert-base-uncased have a commit we could confirm; the others follow "main".
+OFFICIAL: dict[str, tuple[str, str]] = {
+    "albert-base-v1": ("albert/albert-base-v1", "main"),
+    "albert-large-v1": ("albert/albert-large-v1", "main"),
+    "albert-xlarge-v1": ("albert/albert-xlarge-v1", "main"),
+    "albert-xxlarge-v1": ("albert/albert-xxlarge-v1", "main"),
+    "albert-base-v2": ("albert/albert-base-v2", "eab127d1a4a42b10e2b130e1834c64f5844d541e"),
+    "albert-large-v2": ("albert/albert-large-v2", "main"),
+    "albert-xlarge-v2": ("albert/albert-xlarge-v2", "main"),
+    "albert-xxlarge-v2": ("albert/albert-xxlarge-v2", "main"),
+    "bert-base-uncased": ("google-bert/bert-base-uncased", "86b5e0934494bd15c9632b12f734a8a67f723594"),
+}
+
+# HF config defaults (used when config.json leaves a field out, as transformers does).
+_ALBERT_DEFAULTS = dict(vocab_size=30000, embedding_size=128, hidden_size=4096, num_hidden_layers=12,
+                        num_hidden_groups=1, num_attention_heads=64, intermediate_size=16384,
+                        inner_group_num=1, hidden_act="gelu_new", hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0, max_position_embeddings=512, type_vocab_size=2,
+                        initializer_range=0.02, layer_norm_eps=1e-12, classifier_dropout_prob=0.1,
+                        pad_token_id=0)
+_BERT_DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                      intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1,
+                      attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
+                      initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0)
+_HF_ACTIVATIONS = ("gelu_new", "gelu", "relu")   # HF names that mean exactly what ours mean
+_IGNORED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")   # index buffers, not weights
+# Where each family keeps its heads (after the encoder prefix "albert." / "bert.", which heads lack).
+_HEAD_PREFIX = {"albert": {"mlm": "predictions.", "sentence": "sop_classifier."},
+                "bert": {"mlm": "cls.predictions.", "sentence": "cls.seq_relationship."}}
+_FAMILY_NAME = {"albert": "HF ALBERT", "bert": "HF BERT"}
+
+
+# ---------------------------------------------------------------------------------- names
+def _linear(ours: str, hf: str) -> dict[str, str]:
+    return {f"{ours}.weight": f"{hf}.weight", f"{ours}.bias": f"{hf}.bias"}
+
+
+def _qkv(ours: str, hf: str) -> dict[str, tuple[str, str, str]]:
+    """Our fused qkv Linear <- HF's query, key, value Linears (concatenated along the output rows)."""
+    return {f"{ours}.qkv.{p}": tuple(f"{hf}.{n}.{p}" for n in ("query", "key", "value"))
+            for p in ("weight", "bias")}
+
+
+def _names(cfg: AlbertConfig, family: str, prefix: str) -> dict[str, dict]:
+    """Our state-dict key -> HF key (or the 3 HF keys fused into qkv), in parts that may be absent.
+
+    Parts: "encoder" (always), "pooler", "mlm" and "sentence". `prefix` is "albert." / "bert." or ""
+    (bare AlbertModel / BertModel layout). The tied MLM decoder has no entry: it is the word embeddings.
+    """
+    e, hf_e = "albert.embeddings", f"{prefix}embeddings"
+    encoder = {f"{e}.{n}.weight": f"{hf_e}.{n}.weight"
+               for n in ("word_embeddings", "position_embeddings", "token_type_embeddings")}
+    encoder |= _linear(f"{e}.LayerNorm", f"{hf_e}.LayerNorm")
+    if family == "albert":
+        encoder |= _linear(f"{e}.projection", f"{prefix}encoder.embedding_hidden_mapping_in")
+        for g in range(cfg.num_hidden_groups):
+            for k in range(cfg.inner_group_num):
+                ours = f"albert.encoder.groups.{g}.{k}"
+                hf = f"{prefix}encoder.albert_layer_groups.{g}.albert_layers.{k}"
+                encoder |= _qkv(f"{ours}.attention", f"{hf}.attention")
+                for o, h in (("attention.dense", "attention.dense"),
+                             ("attention.LayerNorm", "attention.LayerNorm"),
+                             ("feed_forward.ffn", "ffn"), ("feed_forward.ffn_output", "ffn_output"),
+                             ("feed_forward.LayerNorm", "full_layer_layer_norm")):
+                    encoder |= _linear(f"{ours}.{o}", f"{hf}.{h}")
+        pooler = _linear("albert.pooler", f"{prefix}pooler")
+        mlm = (_linear("mlm_head.dense", "predictions.dense")
+               | _linear("mlm_head.LayerNorm", "predictions.LayerNorm"))
+        mlm["mlm_head.bias"] = "predictions.bias"
+        sentence = _linear("sentence_head.1", "sop_classifier.classifier")
+    else:
+        for i in range(cfg.num_layers):
+            ours, hf = f"albert.encoder.groups.{i}.0", f"{prefix}encoder.layer.{i}"
+            encoder |= _qkv(f"{ours}.attention", f"{hf}.attention.self")
+            for o, h in (("attention.dense", "attention.output.dense"),
+                         ("attention.LayerNorm", "attention.output.LayerNorm"),
+                         ("feed_forward.ffn", "intermediate.dense"),
+                         ("feed_forward.ffn_output", "output.dense"),
+                         ("feed_forward.LayerNorm", "output.LayerNorm")):
+                encoder |= _linear(f"{ours}.{o}", f"{hf}.{h}")
+        pooler = _linear("albert.pooler", f"{prefix}pooler.dense")
+        mlm = (_linear("mlm_head.dense", "cls.predictions.transform.dense")
+               | _linear("mlm_head.LayerNorm", "cls.predictions.transform.LayerNorm"))
+        mlm["mlm_head.bias"] = "cls.predictions.bias"
+        sentence = _linear("sentence_head.1", "cls.seq_relationship")
+    return {"encoder": encoder, "pooler": pooler, "mlm": mlm, "sentence": sentence}
+
+
+# ---------------------------------------------------------------------------------- config
+def _detect_family(config_dict: dict, keys) -> str:
+    model_type = config_dict.get("model_type")
+    if model_type in ("albert", "bert"):
+        return model_type
+    if model_type is not None:
+        raise ValueError(f"config.json has model_type {model_type!r}; minialbert loads only 'albert' and "
+                         "'bert' checkpoints")
+    if any("albert_layer_groups" in k for k in keys):
+        return "albert"
+    if any(".layer." in k and ".attention.self." in k for k in keys):
+        return "bert"
+    raise ValueError("cannot tell the checkpoint family: config.json has no model_type and the keys look "
+                     "neither like HF ALBERT (albert_layer_groups) nor HF BERT "
+                     "(encoder.layer.N.attention.self); add model_type 'albert' or 'bert' to the config")
+
+
+def _config_from_hf(config_dict: dict, family: str) -> AlbertConfig:
+    """HF config.json contents -> AlbertConfig (BERT: no sharing, E = H, no projection)."""
+    c = {**(_ALBERT_DEFAULTS if family == "albert" else _BERT_DEFAULTS), **config_dict}
+    if c["hidden_act"] not in _HF_ACTIVATIONS:
+        raise ValueError(f"unsupported hidden_act {c['hidden_act']!r} in the HF config; minialbert "
+                         f"implements {', '.join(_HF_ACTIVATIONS)} (gelu_new = tanh GELU, gelu = erf GELU)")
+    if c.get("position_embedding_type", "absolute") != "absolute":
+        raise ValueError(f"unsupported position_embedding_type {c['position_embedding_type']!r} in the HF "
+                         "config; minialbert implements only 'absolute' position embeddings")
+    fields = dict(vocab_size=c["vocab_size"], hidden_size=c["hidden_size"], num_layers=c["num_hidden_layers"],
+                  num_heads=c["num_attention_heads"], intermediate_size=c["intermediate_size"],
+                  hidden_act=c["hidden_act"], hidden_dropout_prob=c["hidden_dropout_prob"],
+                  attention_dropout_prob=c["attention_probs_dropout_prob"],
+                  max_position_embeddings=c["max_position_embeddings"], type_vocab_size=c["type_vocab_size"],
+                  layer_norm_eps=c["layer_norm_eps"], initializer_range=c["initializer_range"],
+                  pad_token_id=c["pad_token_id"] if c["pad_token_id"] is not None else 0)
+    if family == "albert":   # HF ALBERT always projects E -> H, even when E == H
+        fields |= dict(embedding_size=c["embedding_size"], sharing="all", embedding_projection=True,
+                       num_hidden_groups=c["num_hidden_groups"], inner_group_num=c["inner_group_num"],
+                       classifier_dropout_prob=c["classifier_dropout_prob"])
+    else:                    # BERT's NSP head (cls.seq_relationship) has no dropout
+        fields |= dict(embedding_size=c["hidden_size"], sharing="none", embedding_projection=False,
+                       classifier_dropout_prob=0.0)
+    try:
+        return AlbertConfig(**fields)
+    except ValueError as e:
+        raise ValueError(f"the HF config does not give a valid AlbertConfig: {e}") from None
+
+
+def _config_to_hf(cfg: AlbertConfig, architecture: str) -> dict:
+    return {"architectures": [architecture], "model_type": "albert", "vocab_size": cfg.vocab_size,
+            "embedding_size": cfg.embedding_size, "hidden_size": cfg.hidden_size,
+            "num_hidden_layers": cfg.num_layers, "num_hidden_groups": cfg.num_hidden_groups,
+            "inner_group_num": cfg.inner_group_num, "num_attention_heads": cfg.num_heads,
+            "intermediate_size": cfg.intermediate_size, "hidden_act": cfg.hidden_act,
+            "hidden_dropout_prob": cfg.hidden_dropout_prob,
+            "attention_probs_dropout_prob": cfg.attention_dropout_prob,
+            "classifier_dropout_prob": cfg.classifier_dropout_prob,
+            "max_position_embeddings": cfg.max_position_embeddings, "type_vocab_size": cfg.type_vocab_size,
+            "initializer_range": cfg.initializer_range, "layer_norm_eps": cfg.layer_norm_eps,
+            "position_embedding_type": "absolute", "pad_token_id": cfg.pad_token_id,
+            "tie_word_embeddings": True}
+
+
+# ---------------------------------------------------------------------------------- import
+def _normalise_keys(state_dict: dict) -> dict:
+    """Drop index buffers and rename old LayerNorm gamma/beta to weight/bias."""
+    out = {}
+    for key, value in state_dict.items():
+        if key.endswith(_IGNORED_BUFFERS):
+            continue
+        if ".LayerNorm." in key:
+            key = key.removesuffix(".gamma") + ".weight" if key.endswith(".gamma") else key
+            key = key.removesuffix(".beta") + ".bias" if key.endswith(".beta") else key
+        out[key] = value
+    return out
+
+
+def _short(names: list[str], limit: int = 20) -> str:
+    more = f" ... and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict) -> AlbertForPretraining:
+    """Build an AlbertForPretraining from HF ALBERT or BERT weights and their config.json contents.
+
+    Accepts the AlbertModel / AlbertForMaskedLM / AlbertForPreTraining and BertModel / BertForPreTraining
+    layouts. Heads missing from the checkpoint keep their (seeded) initial values; with no sentence head
+    `sentence_task` is None. Any missing, unexpected or mis-shaped key raises one ValueError listing them.
+    Returns the model in eval mode.
+    """
+    sd = _normalise_keys(state_dict)
+    family = _detect_family(config_dict, sd)
+    cfg = _config_from_hf(config_dict, family)
+    prefix = f"{family}." if any(k.startswith(f"{family}.") for k in sd) else ""
+    heads = _HEAD_PREFIX[family]
+    names = _names(cfg, family, prefix)
+    present = {"encoder": True,
+               "pooler": any(k.startswith(f"{prefix}pooler.") for k in sd),
+               "mlm": any(k.startswith(heads["mlm"]) for k in sd),
+               "sentence": any(k.startswith(heads["sentence"]) for k in sd)}
+    wanted = {ours: hf for part, table in names.items() if present[part] for ours, hf in table.items()}
+    sentence_task = ("sop" if family == "albert" else "nsp") if present["sentence"] else None
+    with torch.random.fork_rng(devices=[]):   # heads the checkpoint lacks get the same init every time
+        torch.manual_seed(0)
+        model = AlbertForPretraining(cfg, sentence_task=sentence_task)
+    ours = model.state_dict()
+
+    problems = []
+    word_key = f"{prefix}embeddings.word_embeddings.weight"
+    decoder = heads["mlm"] + "decoder"
+    decoder_weight, decoder_bias = sd.pop(f"{decoder}.weight", None), sd.pop(f"{decoder}.bias", None)
+    if decoder_weight is not None and word_key in sd and not torch.equal(decoder_weight, sd[word_key]):
+        problems.append(f"{decoder}.weight differs from {word_key}: minialbert ties the MLM decoder to the "
+                        "word embeddings and cannot load an untied checkpoint")
+    if decoder_bias is not None:
+        bias_key = f"{heads['mlm']}bias"
+        if bias_key not in sd:
+            sd[bias_key] = decoder_bias              # some files keep only the decoder's copy of the bias
+        elif not torch.equal(decoder_bias, sd[bias_key]):
+            problems.append(f"{decoder}.bias differs from {bias_key}; they must be the same tensor")
+
+    expected_hf = {h for hf in wanted.values() for h in (hf if isinstance(hf, tuple) else (hf,))}
+    missing = sorted(expected_hf - set(sd))
+    unexpected = sorted(set(sd) - expected_hf)
+    misshaped, loaded = [], {}
+    for key, hf in wanted.items():
+        parts = hf if isinstance(hf, tuple) else (hf,)
+        shape = list(ours[key].shape)
+        shape[0] //= len(parts)                       # q, k, v each hold a third of qkv's rows
+        for h in parts:
+            if h in sd and list(sd[h].shape) != shape:
+                misshaped.append(f"{h}: expected {tuple(shape)}, found {tuple(sd[h].shape)}")
+        if all(h in sd for h in parts):
+            loaded[key] = torch.cat([sd[h] for h in parts]) if len(parts) > 1 else sd[parts[0]]
+    if missing:
+        problems.append(f"missing keys (the config implies them): {_short(missing)}")
+    if unexpected:
+        problems.append(f"unexpected keys (no place for them in this config): {_short(unexpected)}")
+    if misshaped:
+        problems.append(f"mis-shaped keys: {_short(misshaped)}")
+    if problems:
+        found = [p for p in ("pooler", "mlm", "sentence") if present[p]] or ["none"]
+        raise ValueError(f"cannot load this checkpoint as {_FAMILY_NAME[family]} (encoder prefix {prefix!r}, "
+                         f"heads found: {', '.join(found)}):\n  " + "\n  ".join(problems)
+                         + "\nCheck that config.json belongs to these weights.")
+    loaded["mlm_head.decoder_weight"] = loaded["albert.embeddings.word_embeddings.weight"]   # tied
+    model.load_state_dict({**ours, **loaded}, strict=True)
+    return model.eval()
+
+
+# ---------------------------------------------------------------------------------- export
+def to_hf(model: AlbertForPretraining) -> tuple[dict[str, torch.Tensor], dict]:
+    """Export to HF ALBERT: (state dict with AlbertForPreTraining keys, config.json contents).
+
+    Partial sharing exports one HF group per layer holding copies of the shared tensors, so the HF
+    model computes the same outputs. Without a sentence head the export is AlbertForMaskedLM-shaped
+    (no sop_classifier keys). BERT-shaped models (no E -> H projection) have no HF ALBERT form.
+    """
+    cfg = model.config
+    if not cfg.embedding_projection:
+        raise ValueError("to_hf exports HF ALBERT, which always has the E -> H projection, but this model "
+                         "has embedding_projection=False (BERT-shaped); build it with "
+                         "embedding_projection=True")
+    names = _names(cfg, "albert", "albert.")
+    parts = ["encoder", "pooler", "mlm"] + (["sentence"] if model.sentence_head is not None else [])
+    ours = model.state_dict()
+    sd = {}
+    for part in parts:
+        for key, hf in names[part].items():
+            tensor = ours[key].detach()
+            if isinstance(hf, tuple):
+                sd |= {h: chunk.clone() for h, chunk in zip(hf, tensor.chunk(3))}
+            else:
+                sd[hf] = tensor.clone()
+    # HF's own state dict names the tied decoder too (load_state_dict(strict=True) wants them).
+    sd["predictions.decoder.weight"] = sd["albert.embeddings.word_embeddings.weight"].clone()
+    sd["predictions.decoder.bias"] = sd["predictions.bias"].clone()
+    architecture = "AlbertForPreTraining" if model.sentence_head is not None else "AlbertForMaskedLM"
+    return sd, _config_to_hf(cfg, architecture)
+
+
+# ---------------------------------------------------------------------------------- checkpoints
+def _load_dir(directory: Path) -> tuple[AlbertForPretraining, Path | None]:
+    config_path = directory / "config.json"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{config_path} does not exist; a checkpoint directory needs config.json and "
+                                "model.safetensors (or pytorch_model.bin)")
+    try:
+        config_dict = json.loads(config_path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{config_path} is not valid JSON: {e}") from None
+    if (directory / "model.safetensors").is_file():
+        state_dict = load_file(directory / "model.safetensors")
+    elif (directory / "pytorch_model.bin").is_file():
+        state_dict = torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    else:
+        raise FileNotFoundError(f"no weights in {directory}: expected model.safetensors or pytorch_model.bin "
+                                "(sharded checkpoints are not supported)")
+    spiece = directory / "spiece.model"
+    return from_hf(state_dict, config_dict), (spiece if spiece.is_file() else None)
+
+
+def _is_404(error: dl.DownloadError) -> bool:
+    return isinstance(error.__cause__, urllib.error.HTTPError) and error.__cause__.code == 404
+
+
+def _fetch(name: str, revision: str | None, cache_dir: str | Path | None) -> Path:
+    """Download an official checkpoint's files (once) into the cache; return their directory."""
+    repo, pinned = OFFICIAL[name]
+    revision = revision or pinned
+    root = Path(cache_dir) if cache_dir is not None else dl.cache_dir() / "hf"
+    directory = root / repo.replace("/", "--") / revision
+
+    def get(file: str) -> Path:
+        return dl.download(f"{HUB_URL}/{repo}/resolve/{revision}/{file}", directory / file)
+
+    get("config.json")
+    if not any((directory / f).is_file() for f in ("model.safetensors", "pytorch_model.bin")):
+        try:
+            get("model.safetensors")
+        except dl.DownloadError as e:
+            if not _is_404(e):
+                raise
+            get("pytorch_model.bin")                 # older repos only have the pickle-free-loadable .bin
+    if repo.startswith("albert/") and not (directory / "spiece.model").is_file():
+        get("spiece.model")
+    return directory
+
+
+def load_pretrained(name_or_dir: str | Path, revision: str | None = None,
+                    cache_dir: str | Path | None = None) -> tuple[AlbertForPretraining, Path | None]:
+    """An official checkpoint by name (downloaded once, pinned revision) or a local HF directory.
+
+    Returns (model in eval mode, path of the SentencePiece model or None if the checkpoint has none).
+    A local directory (config.json + model.safetensors or pytorch_model.bin) loads offline.
+    """
+    path = Path(name_or_dir)
+    if path.is_dir():
+        return _load_dir(path)
+    if str(name_or_dir) not in OFFICIAL:
+        raise ValueError(f"{str(name_or_dir)!r} is neither a local directory nor an official checkpoint; "
+                         f"choose one of {', '.join(OFFICIAL)} or pass a directory holding config.json and "
+                         "model.safetensors")
+    return _load_dir(_fetch(str(name_or_dir), revision, cache_dir))
