@@ -1,7 +1,8 @@
 """minialbert: ALBERT (A Lite BERT, Lan et al. 2019) from scratch in PyTorch."""
 
 from .config import PRESETS, AlbertConfig
-from .model import AlbertForPretraining, AlbertModel, count_parameters
+from .model import AlbertForPretraining, AlbertModel, count_parameters, parameter_breakdown
 
-__all__ = ["PRESETS", "AlbertConfig", "AlbertModel", "AlbertForPretraining", "count_parameters"]
+__all__ = ["PRESETS", "AlbertConfig", "AlbertModel", "AlbertForPretraining", "count_parameters",
+           "parameter_breakdown"]
 __version__ = "0.1.0"

@@ -280,18 +280,25 @@ def init_weights(module: nn.Module, std: float) -> None:
         nn.init.zeros_(module.bias)
 
 
+def parameter_breakdown(cfg: AlbertConfig) -> dict[str, int]:
+    """Encoder parameters by part, by formula: embeddings, projection, attention, ffn, pooler."""
+    V, E, H, F_, P, T = (cfg.vocab_size, cfg.embedding_size, cfg.hidden_size, cfg.intermediate_size,
+                         cfg.max_position_embeddings, cfg.type_vocab_size)
+    stored_layers = cfg.num_hidden_groups * cfg.inner_group_num
+    n_attention = 1 if cfg.sharing == "attention" else stored_layers
+    n_ffn = 1 if cfg.sharing == "ffn" else stored_layers
+    return {
+        "embeddings": (V + P + T) * E + 2 * E,                       # three tables + LayerNorm(E)
+        "projection": (E * H + H) if cfg.embedding_projection else 0,
+        "attention": n_attention * (4 * (H * H + H) + 2 * H),       # q, k, v, output dense, LayerNorm
+        "ffn": n_ffn * (2 * H * F_ + F_ + H + 2 * H),                # two linears, LayerNorm
+        "pooler": H * H + H,
+    }
+
+
 def count_parameters(cfg: AlbertConfig) -> int:
     """Encoder parameters (embeddings, projection, layers, pooler; no MLM/SOP heads), by formula.
 
     Tests check it against the parameters of a built AlbertModel.
     """
-    V, E, H, F_, P, T = (cfg.vocab_size, cfg.embedding_size, cfg.hidden_size, cfg.intermediate_size,
-                         cfg.max_position_embeddings, cfg.type_vocab_size)
-    embeddings = (V + P + T) * E + 2 * E + ((E * H + H) if cfg.embedding_projection else 0)
-    attention = 4 * (H * H + H) + 2 * H          # q, k, v, output dense, LayerNorm
-    ffn = 2 * H * F_ + F_ + H + 2 * H             # two linears, LayerNorm
-    stored_layers = cfg.num_hidden_groups * cfg.inner_group_num
-    n_attention = 1 if cfg.sharing == "attention" else stored_layers
-    n_ffn = 1 if cfg.sharing == "ffn" else stored_layers
-    pooler = H * H + H
-    return embeddings + n_attention * attention + n_ffn * ffn + pooler
+    return sum(parameter_breakdown(cfg).values())
