@@ -1,0 +1,539 @@
+"""ALBERT's pretraining examples: n-gram masking, sentence-order (SOP) and next-sentence (NSP) pairs.
+
+Reading order: masking one sequence (`ngram_mask`), cutting documents into segments
+(`sentence_order_pairs`, `next_sentence_pairs`, `single_segments`), building and caching a
+whole dataset (`build_examples`, `course_pretraining_data`), and batching it (`collate`,
+`make_dataloader`). The recipe follows the paper and google-research/albert's
+create_pretraining_data.py; every random choice comes from one seeded `random.Random`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import warnings
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save as save_safetensors
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from .corpus import Document, cache_dir, pydocs_documents
+from .download import atomic_write
+from .scale import Scale, current_scale
+from .tokenizer import CLS_ID, MASK_ID, PAD_ID, SEP_ID, Tokenizer, course_tokenizer
+
+OBJECTIVES = ("mlm", "nsp", "sop")      # mlm: one segment, no sentence label; nsp/sop: pairs + label
+MASK_RATE = 0.15                        # share of real tokens the model must predict
+MAX_NGRAM = 3                           # spans of 1..3 whole words
+SHORT_SEQ_PROB = 0.1                    # how often an example aims at a random shorter length
+IGNORE_INDEX = -100                     # mlm_labels value where nothing is predicted
+COURSE_SEED = 12345                     # the official script's default random_seed
+FORMAT_VERSION = 1                      # bump when the recipe changes: old caches stop matching
+
+
+# ---------------------------------------------------------------------------------------------
+# n-gram masking of one sequence
+
+def ngram_probabilities(max_ngram: int = MAX_NGRAM) -> list[float]:
+    """p(n) = (1/n) / sum_k (1/k) for n = 1..max_ngram: short spans are favoured (.545/.273/.182)."""
+    weights = [1 / n for n in range(1, max_ngram + 1)]
+    return [w / sum(weights) for w in weights]
+
+
+@dataclass(frozen=True)
+class MaskingVocab:
+    """What masking needs to know about the vocabulary, as plain lists for fast lookups."""
+
+    is_word_start: list[bool]   # per id: the piece starts a word (SentencePiece's "▁")
+    is_special: list[bool]      # per id: <pad>, <unk>, [CLS], [SEP], [MASK]: never masked
+    random_ids: list[int]       # the non-special ids a "random token" is drawn from
+    mask_id: int = MASK_ID
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Tokenizer) -> MaskingVocab:
+        return cls.from_ids(tokenizer.word_start_mask().tolist(), tokenizer.special_ids)
+
+    @classmethod
+    def from_ids(cls, is_word_start: Sequence[bool], special_ids: Collection[int],
+                 mask_id: int = MASK_ID) -> MaskingVocab:
+        special = set(special_ids)
+        is_special = [i in special for i in range(len(is_word_start))]
+        random_ids = [i for i, s in enumerate(is_special) if not s]
+        if not random_ids:
+            raise ValueError("the vocabulary has no non-special token to mask: check special_ids")
+        return cls(list(map(bool, is_word_start)), is_special, random_ids, mask_id)
+
+
+class MaskedSpan(NamedTuple):
+    words: int                  # n: how many whole words the span covers
+    positions: tuple[int, ...]  # the token positions it masks
+
+
+class MaskedSequence(NamedTuple):
+    input_ids: list[int]        # what the model sees: [MASK], a random token or the original
+    mlm_labels: list[int]       # the original id where a prediction is asked, else IGNORE_INDEX
+    spans: list[MaskedSpan]     # the chosen n-grams, in the order they were chosen
+
+
+def whole_words(input_ids: Sequence[int], vocab: MaskingVocab) -> list[list[int]]:
+    """Group positions into words: a word-start piece plus the pieces that continue it; specials skipped."""
+    words: list[list[int]] = []
+    after_special = True
+    for pos, tok in enumerate(input_ids):
+        if vocab.is_special[tok]:
+            after_special = True
+            continue
+        if after_special or vocab.is_word_start[tok]:
+            words.append([pos])
+        else:
+            words[-1].append(pos)
+        after_special = False
+    return words
+
+
+def ngram_mask(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random,
+               mask_rate: float = MASK_RATE, max_ngram: int = MAX_NGRAM) -> MaskedSequence:
+    """ALBERT's n-gram masking: spans of n <= max_ngram whole words until mask_rate of the real tokens.
+
+    The budget is max(1, round(real tokens * mask_rate)) and is never exceeded (as in the
+    official code). Each span draws n from p(n), then a start uniformly among the places where
+    n free words fit in the budget without crossing a special token; if there is none, n
+    shrinks. Unlike the official code, which skips spans that overlap earlier ones (so long
+    spans come out rarer than p(n) says), the realised lengths follow p(n) up to the budget's
+    end. Each chosen token becomes [MASK] 80%, a random token 10%, itself 10% of the time.
+    """
+    if input_ids and max(input_ids) >= len(vocab.is_special):
+        raise ValueError(f"token id {max(input_ids)} is outside the vocabulary of "
+                         f"{len(vocab.is_special)} ids: was the text encoded with another tokenizer?")
+    words = whole_words(input_ids, vocab)
+    n_real = sum(len(w) for w in words)
+    budget = max(1, round(n_real * mask_rate)) if n_real and mask_rate > 0 else 0
+    specials_so_far = list(accumulate(vocab.is_special[t] for t in input_ids))
+    segment = [specials_so_far[w[0]] for w in words]        # words of one segment share this count
+    ends = list(accumulate((len(w) for w in words), initial=0))  # ends[w]: real tokens in words[:w]
+    free = [True] * len(words)
+    probs = ngram_probabilities(max_ngram)
+
+    def random_start(n: int, room: int) -> int | None:
+        """A start drawn uniformly among those where n free words of one segment fit in `room` tokens.
+
+        A few blind draws (cheap while most starts fit), then one scan of them all: both pick
+        uniformly among the starts that fit. None if there is none.
+        """
+        def fits(s: int) -> bool:
+            return (segment[s] == segment[s + n - 1] and ends[s + n] - ends[s] <= room
+                    and all(free[s:s + n]))
+        n_starts = len(words) - n + 1
+        for _ in range(8 if n_starts > 0 else 0):
+            s = rng.randrange(n_starts)
+            if fits(s):
+                return s
+        fitting = [s for s in range(n_starts) if fits(s)]
+        return fitting[rng.randrange(len(fitting))] if fitting else None
+
+    output, labels = list(input_ids), [IGNORE_INDEX] * len(input_ids)
+    spans: list[MaskedSpan] = []
+    n_masked = 0
+    while n_masked < budget:
+        start = None
+        for n in range(_sample_ngram(rng, probs), 0, -1):   # no place for n words: try n - 1
+            start = random_start(n, budget - n_masked)
+            if start is not None:
+                break
+        if start is None:
+            break                               # not even one more word fits the budget
+        positions = tuple(p for w in words[start:start + n] for p in w)
+        for p in positions:
+            labels[p] = input_ids[p]
+            r = rng.random()
+            if r < 0.8:
+                output[p] = vocab.mask_id
+            elif r < 0.9:
+                output[p] = vocab.random_ids[rng.randrange(len(vocab.random_ids))]
+            # else: 10% keep the original token (the model still has to predict it)
+        free[start:start + n] = [False] * n
+        n_masked += len(positions)
+        spans.append(MaskedSpan(n, positions))
+    return MaskedSequence(output, labels, spans)
+
+
+def _sample_ngram(rng: random.Random, probs: Sequence[float]) -> int:
+    """Draw n in 1..len(probs) with probability probs[n - 1]."""
+    r = rng.random()
+    for n, p in enumerate(probs, start=1):
+        r -= p
+        if r < 0:
+            return n
+    return len(probs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Segments: documents (lists of token-id sentences) -> A/B pairs with a sentence label
+
+class Segments(NamedTuple):
+    a: list[int]                # first segment (token ids, no specials)
+    b: list[int] | None         # second segment; None for single-segment (MLM-only) examples
+    label: int | None           # SOP: 1 = swapped; NSP: 1 = B is from another document; mlm: None
+
+
+def _target_length(rng: random.Random, max_tokens: int, short_seq_prob: float) -> int:
+    """Usually fill the sequence; short_seq_prob of the time aim shorter (closer to fine-tuning inputs)."""
+    return rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens
+
+
+def truncate_seq_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Random) -> None:
+    """Trim the longer segment, one token at a time from a random end, until both fit (in place)."""
+    while len(a) + len(b) > max_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+
+
+def _flat(sentences: Sequence[Sequence[int]]) -> list[int]:
+    return [tok for sentence in sentences for tok in sentence]
+
+
+def sentence_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
+                         rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
+    """SOP: two consecutive runs of whole sentences of one document, swapped half the time (label 1).
+
+    A chunk of sentences grows until it reaches the target length and has at least two
+    sentences; it is cut at a random sentence boundary into A and B. A document's last lone
+    sentence (nothing to pair it with) is dropped.
+    """
+    max_tokens = max_seq_len - 3                # room for [CLS] A [SEP] B [SEP]
+    pairs = []
+    for doc in documents:
+        chunk: list[Sequence[int]] = []
+        target = _target_length(rng, max_tokens, short_seq_prob)
+        for i, sentence in enumerate(doc):
+            chunk.append(sentence)
+            if i < len(doc) - 1 and (sum(map(len, chunk)) < target or len(chunk) < 2):
+                continue
+            if len(chunk) >= 2:
+                a_end = rng.randint(1, len(chunk) - 1)
+                a, b = _flat(chunk[:a_end]), _flat(chunk[a_end:])
+                swapped = rng.random() < 0.5
+                if swapped:
+                    a, b = b, a
+                truncate_seq_pair(a, b, target, rng)
+                pairs.append(Segments(a, b, int(swapped)))
+            chunk = []
+            target = _target_length(rng, max_tokens, short_seq_prob)
+    return pairs
+
+
+def next_sentence_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
+                        rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
+    """NSP (BERT): A as in SOP; half the time B is text from a different document (label 1).
+
+    The chunking is SOP's, so the two tasks differ only in their negatives. A random B starts
+    at a random sentence of another document; the chunk's unused sentences are put back, as
+    in the official code, so no text is wasted.
+    """
+    if len(documents) < 2:
+        raise ValueError(f"NSP needs at least 2 documents to draw random next segments, got {len(documents)}")
+    max_tokens = max_seq_len - 3
+    pairs = []
+    for d, doc in enumerate(documents):
+        chunk: list[Sequence[int]] = []
+        target = _target_length(rng, max_tokens, short_seq_prob)
+        i = 0
+        while i < len(doc):
+            chunk.append(doc[i])
+            if i < len(doc) - 1 and (sum(map(len, chunk)) < target or len(chunk) < 2):
+                i += 1
+                continue
+            if len(chunk) >= 2:
+                a_end = rng.randint(1, len(chunk) - 1)
+                a = _flat(chunk[:a_end])
+                if rng.random() < 0.5:
+                    other = rng.randrange(len(documents) - 1)
+                    other += other >= d                     # any document but this one
+                    b: list[int] = []
+                    for sentence in documents[other][rng.randrange(len(documents[other])):]:
+                        b.extend(sentence)
+                        if len(b) >= target - len(a):
+                            break
+                    i -= len(chunk) - a_end                 # put B's sentences back
+                    label = 1
+                else:
+                    b, label = _flat(chunk[a_end:]), 0
+                truncate_seq_pair(a, b, target, rng)
+                pairs.append(Segments(a, b, label))
+            chunk = []
+            target = _target_length(rng, max_tokens, short_seq_prob)
+            i += 1
+    return pairs
+
+
+def single_segments(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
+                    rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
+    """MLM only: runs of whole sentences filling [CLS] A [SEP], no sentence label."""
+    max_tokens = max_seq_len - 2
+    segments = []
+    for doc in documents:
+        chunk: list[Sequence[int]] = []
+        target = _target_length(rng, max_tokens, short_seq_prob)
+        for i, sentence in enumerate(doc):
+            chunk.append(sentence)
+            if i < len(doc) - 1 and sum(map(len, chunk)) < target:
+                continue
+            a = _flat(chunk)
+            truncate_seq_pair(a, [], target, rng)
+            segments.append(Segments(a, None, None))
+            chunk = []
+            target = _target_length(rng, max_tokens, short_seq_prob)
+    return segments
+
+
+SEGMENTERS = {"mlm": single_segments, "nsp": next_sentence_pairs, "sop": sentence_order_pairs}
+
+
+# ---------------------------------------------------------------------------------------------
+# The dataset: examples stored flat (one token tensor + offsets), cached with safetensors
+
+class PretrainingDataset(Dataset):
+    """Masked pretraining examples of one objective, stored as flat tensors plus offsets.
+
+    Example i is positions offsets[i]:offsets[i+1] of the flat tensors; __getitem__ returns
+    unpadded 1-D LongTensors and, for nsp/sop, a scalar `sentence_label`.
+    """
+
+    def __init__(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, mlm_labels: torch.Tensor,
+                 offsets: torch.Tensor, sentence_labels: torch.Tensor | None, objective: str,
+                 max_seq_len: int) -> None:
+        _check_objective(objective)
+        n_tokens, n_examples = input_ids.numel(), offsets.numel() - 1
+        if not (token_type_ids.numel() == mlm_labels.numel() == n_tokens):
+            raise ValueError("input_ids, token_type_ids and mlm_labels must have one entry per token")
+        if n_examples < 0 or offsets[0] != 0 or offsets[-1] != n_tokens:
+            raise ValueError(f"offsets must run from 0 to the {n_tokens} tokens")
+        lengths = offsets.diff()
+        if n_examples and (lengths.min() < 3 or lengths.max() > max_seq_len):
+            raise ValueError(f"example lengths must lie in 3..max_seq_len={max_seq_len}, "
+                             f"got {lengths.min()}..{lengths.max()}")
+        if (objective == "mlm") != (sentence_labels is None):
+            raise ValueError(f"objective {objective!r} {'takes no' if objective == 'mlm' else 'needs'} "
+                             "sentence_labels")
+        if sentence_labels is not None and sentence_labels.numel() != n_examples:
+            raise ValueError(f"{sentence_labels.numel()} sentence_labels for {n_examples} examples")
+        self.input_ids, self.token_type_ids, self.mlm_labels = input_ids, token_type_ids, mlm_labels
+        self.offsets, self.sentence_labels = offsets, sentence_labels
+        self.objective, self.max_seq_len = objective, max_seq_len
+        self._bounds = offsets.tolist()         # Python ints: fast slicing in __getitem__
+
+    def __len__(self) -> int:
+        return len(self._bounds) - 1
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"example {i} out of range for {len(self)} examples")
+        i %= len(self)
+        s, e = self._bounds[i], self._bounds[i + 1]
+        example = {"input_ids": self.input_ids[s:e].long(),            # (L,)
+                   "token_type_ids": self.token_type_ids[s:e].long(),  # (L,)
+                   "mlm_labels": self.mlm_labels[s:e].long()}          # (L,)
+        if self.sentence_labels is not None:
+            example["sentence_label"] = self.sentence_labels[i].long()  # ()
+        return example
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        """Tokens per example, specials included: (E,)."""
+        return self.offsets.diff()
+
+    def _tensors(self) -> dict[str, torch.Tensor]:
+        tensors = {"input_ids": self.input_ids, "token_type_ids": self.token_type_ids,
+                   "mlm_labels": self.mlm_labels, "offsets": self.offsets}
+        if self.sentence_labels is not None:
+            tensors["sentence_labels"] = self.sentence_labels
+        return tensors
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically as safetensors, with a checksum of every tensor in the metadata."""
+        tensors = self._tensors()
+        meta = {"format": str(FORMAT_VERSION), "objective": self.objective,
+                "max_seq_len": str(self.max_seq_len), "sha256": _checksum(tensors)}
+        atomic_write(Path(path), save_safetensors(tensors, metadata=meta))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> PretrainingDataset:
+        """Read a saved dataset; raise ValueError if the file is damaged (bad header, checksum, shapes)."""
+        path = Path(path)
+        try:
+            with safe_open(path, framework="pt") as f:
+                meta = f.metadata() or {}
+                tensors = {name: f.get_tensor(name) for name in f.keys()}
+        except (SafetensorError, OSError, ValueError) as e:
+            raise ValueError(f"pretraining cache {path} is not a readable safetensors file ({e}); "
+                             "delete it to rebuild") from e
+        if meta.get("format") != str(FORMAT_VERSION) or meta.get("sha256") != _checksum(tensors):
+            raise ValueError(f"pretraining cache {path} is damaged or from another version "
+                             "(checksum mismatch); delete it to rebuild")
+        try:
+            return cls(tensors["input_ids"], tensors["token_type_ids"], tensors["mlm_labels"],
+                       tensors["offsets"], tensors.get("sentence_labels"), meta["objective"],
+                       int(meta["max_seq_len"]))
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"pretraining cache {path} is inconsistent ({e}); delete it to rebuild") from e
+
+
+def _checksum(tensors: dict[str, torch.Tensor]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].contiguous()
+        digest.update(f"{name}:{t.dtype}:{tuple(t.shape)}:".encode())
+        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return digest.hexdigest()
+
+
+def _check_objective(objective: str) -> None:
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
+
+def unmasked_ids(example: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The example's tokens before masking: the label wherever one is predicted."""
+    labels = example["mlm_labels"]
+    return torch.where(labels != IGNORE_INDEX, labels, example["input_ids"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Building (and caching) a dataset
+
+def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], vocab: MaskingVocab,
+                                  objective: str, max_seq_len: int, seed: int, dupe_factor: int = 1,
+                                  short_seq_prob: float = SHORT_SEQ_PROB) -> PretrainingDataset:
+    """Segment, add specials and mask token-id documents; dupe_factor passes give new cuts and masks."""
+    _check_objective(objective)
+    if max_seq_len < 5:
+        raise ValueError(f"max_seq_len={max_seq_len} leaves no room for [CLS] A [SEP] B [SEP]; use >= 5")
+    if dupe_factor < 1:
+        raise ValueError(f"dupe_factor must be >= 1, got {dupe_factor}")
+    documents = [[list(s) for s in doc if s] for doc in documents]
+    documents = [doc for doc in documents if doc]
+    rng = random.Random(seed)
+    ids: list[int] = []
+    types: list[int] = []
+    labels: list[int] = []
+    offsets, sentence_labels = [0], []
+    for _ in range(dupe_factor):
+        for seg in SEGMENTERS[objective](documents, max_seq_len, rng, short_seq_prob):
+            tokens = [CLS_ID, *seg.a, SEP_ID] + ([] if seg.b is None else [*seg.b, SEP_ID])
+            masked = ngram_mask(tokens, vocab, rng)
+            ids += masked.input_ids
+            labels += masked.mlm_labels
+            types += [0] * (len(seg.a) + 2) + [1] * (len(tokens) - len(seg.a) - 2)
+            offsets.append(len(ids))
+            if seg.label is not None:
+                sentence_labels.append(seg.label)
+    return PretrainingDataset(torch.tensor(ids, dtype=torch.int32), torch.tensor(types, dtype=torch.uint8),
+                              torch.tensor(labels, dtype=torch.int32), torch.tensor(offsets),
+                              None if objective == "mlm" else torch.tensor(sentence_labels), objective,
+                              max_seq_len)
+
+
+def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
+                   seed: int, dupe_factor: int = 1, cache: bool = True) -> PretrainingDataset:
+    """Documents -> masked pretraining examples, cached under cache_dir()/pretraining.
+
+    The cache key hashes the tokenizer model, the documents and every setting, so a change to
+    any of them builds afresh. A damaged cache file is reported and rebuilt, never trusted.
+    """
+    _check_objective(objective)
+    path = None
+    if cache:
+        key = _cache_key(documents, tokenizer, objective, max_seq_len, seed, dupe_factor)
+        path = cache_dir() / "pretraining" / f"{objective}-{key[:24]}.safetensors"
+        if path.exists():
+            try:
+                return PretrainingDataset.load(path)
+            except ValueError as e:
+                warnings.warn(f"{e}; rebuilding it", stacklevel=2)
+    token_docs = [[tokenizer.encode(s) for s in doc.sentences] for doc in documents]
+    dataset = examples_from_token_documents(token_docs, MaskingVocab.from_tokenizer(tokenizer), objective,
+                                            max_seq_len, seed, dupe_factor)
+    if path is not None:
+        dataset.save(path)
+    return dataset
+
+
+def _cache_key(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
+               seed: int, dupe_factor: int) -> str:
+    digest = hashlib.sha256()
+    settings = {"format": FORMAT_VERSION, "objective": objective, "max_seq_len": max_seq_len, "seed": seed,
+                "dupe_factor": dupe_factor, "mask_rate": MASK_RATE, "max_ngram": MAX_NGRAM,
+                "short_seq_prob": SHORT_SEQ_PROB}
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    digest.update(hashlib.sha256(tokenizer.model_proto).digest())
+    for doc in documents:
+        digest.update(json.dumps([doc.title, list(doc.sentences)], ensure_ascii=False).encode())
+    return digest.hexdigest()
+
+
+def course_pretraining_data(objective: str, split: str = "train",
+                            scale: Scale | str | None = None) -> PretrainingDataset:
+    """The course's pretraining set for one objective and split, built once and then read from cache."""
+    scale = scale if isinstance(scale, Scale) else current_scale(scale)
+    documents = pydocs_documents(split, scale.max_documents)
+    return build_examples(documents, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
+                          dupe_factor=scale.dupe_factor)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batches
+
+def collate(examples: Sequence[dict[str, torch.Tensor]], pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
+    """Right-pad examples to the longest one: the batch dict AlbertForPretraining(**batch) takes.
+
+    attention_mask is 1 on real tokens and 0 on padding; mlm_labels is IGNORE_INDEX on padding.
+    """
+    if not examples:
+        raise ValueError("cannot collate an empty list of examples")
+    n = max(len(ex["input_ids"]) for ex in examples)
+    batch = len(examples)
+    input_ids = torch.full((batch, n), pad_id, dtype=torch.long)             # (B, N)
+    token_type_ids = torch.zeros((batch, n), dtype=torch.long)               # (B, N)
+    attention_mask = torch.zeros((batch, n), dtype=torch.long)               # (B, N)
+    mlm_labels = torch.full((batch, n), IGNORE_INDEX, dtype=torch.long)      # (B, N)
+    for b, ex in enumerate(examples):
+        length = len(ex["input_ids"])
+        input_ids[b, :length] = ex["input_ids"]
+        token_type_ids[b, :length] = ex["token_type_ids"]
+        attention_mask[b, :length] = 1
+        mlm_labels[b, :length] = ex["mlm_labels"]
+    out = {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": attention_mask,
+           "mlm_labels": mlm_labels}
+    has_label = ["sentence_label" in ex for ex in examples]
+    if all(has_label):
+        out["sentence_labels"] = torch.stack([ex["sentence_label"].long() for ex in examples])  # (B,)
+    elif any(has_label):
+        raise ValueError("some examples have a sentence_label and some do not: mix of objectives?")
+    return out
+
+
+def make_dataloader(dataset: Dataset, batch_size: int, shuffle: bool = True, seed: int = 0,
+                    drop_last: bool = True, sampler: Sampler | None = None) -> DataLoader:
+    """A DataLoader of collated batches in a seeded order; num_workers=0 works in notebooks on every OS.
+
+    A sampler (e.g. DistributedSampler) replaces shuffling and decides the order itself.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if drop_last and sampler is None and len(dataset) < batch_size:
+        raise ValueError(f"the dataset has {len(dataset)} examples, fewer than batch_size={batch_size}, "
+                         "so drop_last=True would give no batch: lower batch_size or set drop_last=False")
+    generator = torch.Generator().manual_seed(seed)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle and sampler is None, sampler=sampler,
+                      drop_last=drop_last, collate_fn=collate, num_workers=0, generator=generator)
