@@ -236,10 +236,9 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict) -> AlbertFor
         parts = hf if isinstance(hf, tuple) else (hf,)
         shape = list(ours[key].shape)
         shape[0] //= len(parts)                       # q, k, v each hold a third of qkv's rows
-        for h in parts:
-            if h in sd and list(sd[h].shape) != shape:
-                misshaped.append(f"{h}: expected {tuple(shape)}, found {tuple(sd[h].shape)}")
-        if all(h in sd for h in parts):
+        bad = [h for h in parts if h in sd and list(sd[h].shape) != shape]
+        misshaped += [f"{h}: expected {tuple(shape)}, found {tuple(sd[h].shape)}" for h in bad]
+        if not bad and all(h in sd for h in parts):
             loaded[key] = torch.cat([sd[h] for h in parts]) if len(parts) > 1 else sd[parts[0]]
     if missing:
         problems.append(f"missing keys (the config implies them): {_short(missing)}")
