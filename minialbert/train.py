@@ -1,0 +1,528 @@
+"""Pretraining: the loop, evaluation, crash-safe checkpoints with exact resume, and DDP under torchrun.
+
+One global batch of `batch_size` examples per optimizer step, whatever the number of processes and
+gradient-accumulation micro-batches: the losses are sums divided by the *global* number of predicted
+tokens (and examples), so 1 process x 4 micro-batches and 2 processes x 2 micro-batches compute the
+same gradient. The data order is a function of (seed, epoch) and the step, so a resumed run reads
+exactly the examples the uninterrupted run would have read, without replaying the loader.
+
+Run directory layout (`out_dir`):
+    config.json, train_args.json      the resolved model config and training arguments
+    metrics.jsonl                     one JSON record per train step / evaluation
+    checkpoints/step-000100/          model.safetensors, config.json, trainer_state.json, optimizer.pt
+    checkpoints/latest                the name of the newest complete checkpoint
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import safetensors
+import safetensors.torch
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from .config import AlbertConfig
+from .model import IGNORE_INDEX, AlbertForPretraining
+from .optim import make_optimizer, warmup_linear_decay
+from .scale import Scale, current_scale
+
+OBJECTIVES = {"mlm": None, "nsp": "nsp", "sop": "sop"}   # objective -> the model's sentence_task
+CHECKPOINT_FILES = ("model.safetensors", "config.json", "trainer_state.json", "optimizer.pt")
+# Arguments that change the training trajectory: a resumed run must use the same values.
+RESUME_MUST_MATCH = ("objective", "steps", "batch_size", "lr", "warmup", "weight_decay", "optimizer",
+                     "clip_norm", "seed")
+
+
+@dataclass
+class TrainArgs:
+    objective: str = "sop"         # mlm | nsp | sop: MLM alone, MLM + NSP (BERT), MLM + SOP (ALBERT)
+    steps: int = 1500              # optimizer steps
+    batch_size: int = 32           # global batch: examples per optimizer step, over all processes
+    grad_accum: int = 1            # micro-batches per process per step
+    lr: float = 2e-3               # peak learning rate
+    warmup: int = 150              # linear warmup steps, then linear decay to 0
+    weight_decay: float = 0.01
+    optimizer: str = "lamb"        # lamb | adamw
+    clip_norm: float = 1.0         # global gradient-norm clip, as in the official code
+    seed: int = 0
+    eval_every: int = 250          # steps between evaluations on held-out data (0 = only at the end)
+    eval_batches: int | None = 20  # held-out batches per evaluation (None = all)
+    checkpoint_every: int = 250    # steps between checkpoints (0 = only at the end)
+    keep_last: int = 2             # checkpoints kept on disk
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
+        for name in ("steps", "batch_size", "grad_accum", "keep_last"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0 <= self.warmup <= self.steps:
+            raise ValueError(f"warmup {self.warmup} must be between 0 and steps {self.steps}")
+        if self.lr <= 0 or self.clip_norm <= 0:
+            raise ValueError(f"lr ({self.lr}) and clip_norm ({self.clip_norm}) must be positive")
+
+    @classmethod
+    def from_scale(cls, scale: Scale | None = None, **changes) -> TrainArgs:
+        """Defaults for a scale (batch size, steps, lr, warmup, eval cadence), with some changed."""
+        s = scale or current_scale()
+        base = dict(steps=s.pretrain_steps, batch_size=s.batch_size, lr=s.learning_rate,
+                    warmup=s.warmup_steps, eval_every=s.eval_every, checkpoint_every=s.eval_every)
+        return cls(**{**base, **changes})
+
+
+# ---------------------------------------------------------------------------- data order
+class StepBatches:
+    """Batch sampler: from `start_step` on, this process's micro-batches of each global batch.
+
+    Epoch e is a permutation seeded by (seed, e); step s reads the slice s % steps_per_epoch of it.
+    Process r of W takes the r-th contiguous share of every global batch, cut into grad_accum
+    micro-batches, so the union over processes is exactly the single-process global batch.
+    """
+
+    def __init__(self, dataset_size: int, args: TrainArgs, start_step: int = 0, rank: int = 0,
+                 world_size: int = 1):
+        per_rank, rest = divmod(args.batch_size, world_size * args.grad_accum)
+        if rest or per_rank == 0:
+            raise ValueError(f"batch_size {args.batch_size} must be a multiple of processes x grad_accum "
+                             f"= {world_size} x {args.grad_accum}")
+        self.steps_per_epoch = dataset_size // args.batch_size
+        if self.steps_per_epoch == 0:
+            raise ValueError(f"the training set has {dataset_size} examples, fewer than one batch of "
+                             f"{args.batch_size}; lower batch_size or use more data")
+        self.n, self.args, self.start_step, self.rank = dataset_size, args, start_step, rank
+        self.micro = per_rank                    # examples per micro-batch on this process
+
+    def epoch_order(self, epoch: int) -> torch.Tensor:
+        g = torch.Generator().manual_seed(self.args.seed * 1_000_003 + epoch)
+        return torch.randperm(self.n, generator=g)
+
+    def global_batch(self, step: int) -> list[int]:
+        epoch, i = divmod(step, self.steps_per_epoch)
+        B = self.args.batch_size
+        return self.epoch_order(epoch)[i * B:(i + 1) * B].tolist()
+
+    def __iter__(self):
+        order, epoch = None, None
+        share = self.micro * self.args.grad_accum
+        for step in range(self.start_step, self.args.steps):
+            e, i = divmod(step, self.steps_per_epoch)
+            if e != epoch:                       # one permutation per epoch, not per step
+                order, epoch = self.epoch_order(e), e
+            mine = order[i * self.args.batch_size + self.rank * share:][:share].tolist()
+            for k in range(self.args.grad_accum):
+                yield mine[k * self.micro:(k + 1) * self.micro]
+
+    def __len__(self) -> int:
+        return (self.args.steps - self.start_step) * self.args.grad_accum
+
+
+def default_collate():
+    from .pretraining_data import collate
+    return collate
+
+
+# ---------------------------------------------------------------------------- evaluation
+@torch.no_grad()
+def evaluate(model: nn.Module, dataloader: Iterable[dict], max_batches: int | None = None) -> dict:
+    """Held-out MLM loss and accuracy (over predicted tokens) and sentence-task accuracy.
+
+    Returns {"mlm_loss", "mlm_accuracy", "sentence_accuracy" (if the model and data have one),
+    "predicted_tokens", "examples"}.
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    loss_sum = correct = tokens = sent_correct = examples = 0.0
+    has_sentence = False
+    for i, batch in enumerate(dataloader):
+        if max_batches is not None and i >= max_batches:
+            break
+        batch = {k: v.to(device) for k, v in batch.items()}
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                        mlm_labels=batch["mlm_labels"])
+        targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]           # (M,)
+        loss_sum += F.cross_entropy(out.mlm_logits.float(), targets, reduction="sum").item()
+        correct += (out.mlm_logits.argmax(-1) == targets).sum().item()
+        tokens += targets.numel()
+        if out.sentence_logits is not None and "sentence_labels" in batch:
+            has_sentence = True
+            sent_correct += (out.sentence_logits.argmax(-1) == batch["sentence_labels"]).sum().item()
+            examples += batch["sentence_labels"].numel()
+    model.train(was_training)
+    if tokens == 0:
+        raise ValueError("evaluation data has no predicted (masked) tokens; is the dataloader empty?")
+    result = {"mlm_loss": loss_sum / tokens, "mlm_accuracy": correct / tokens,
+              "predicted_tokens": int(tokens)}
+    if has_sentence:
+        result["sentence_accuracy"] = sent_correct / examples
+        result["examples"] = int(examples)
+    return result
+
+
+# ---------------------------------------------------------------------------- checkpoints
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_json_atomic(path: Path, obj) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def save_checkpoint(run_dir: Path, model: AlbertForPretraining, optimizer, scheduler, state: dict,
+                    keep_last: int) -> Path:
+    """Write checkpoints/step-NNNNNN atomically (temp dir, fsync, rename), point `latest` at it, prune."""
+    root = Path(run_dir) / "checkpoints"
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"step-{state['step']:06d}"
+    tmp = root / f".tmp-{name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    safetensors.torch.save_model(model, str(tmp / "model.safetensors"))  # the tied decoder is stored once
+    model.config.save(tmp / "config.json")
+    (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2) + "\n")
+    rng = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng},
+               tmp / "optimizer.pt")
+    for f in CHECKPOINT_FILES:
+        _fsync(tmp / f)
+    _fsync(tmp)
+    final = root / name
+    if final.exists():                      # left by a run that crashed before updating `latest`
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    _fsync(root)
+    latest_tmp = root / f".latest.tmp-{os.getpid()}"
+    latest_tmp.write_text(name + "\n")
+    _fsync(latest_tmp)
+    os.replace(latest_tmp, root / "latest")
+    _fsync(root)
+    for old in sorted(root.glob("step-*"))[:-keep_last]:
+        shutil.rmtree(old)
+    return final
+
+
+def find_checkpoint(path: str | Path) -> Path | None:
+    """A checkpoint directory from a run directory (via checkpoints/latest) or a step directory."""
+    path = Path(path)
+    if (path / "model.safetensors").exists() or (path / "trainer_state.json").exists():
+        return path
+    latest = path / "checkpoints" / "latest"
+    if not latest.exists():
+        return None
+    step_dir = latest.parent / latest.read_text().strip()
+    if not step_dir.is_dir():
+        raise ValueError(f"{latest} points to {step_dir.name}, which does not exist; the run directory "
+                         f"is damaged: delete {latest} to start over or point it at a step-* directory")
+    return step_dir
+
+
+def _read_json(path: Path) -> dict:
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"checkpoint file {path} is corrupt or truncated (not valid JSON: {e})") from None
+
+
+def _check_config(ckpt: Path, expected: AlbertConfig | None) -> AlbertConfig:
+    try:
+        saved = AlbertConfig.from_dict(_read_json(ckpt / "config.json"))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"checkpoint file {ckpt / 'config.json'} is not a valid AlbertConfig: {e}") from None
+    if expected is not None and saved != expected:
+        diff = {k: (v, getattr(expected, k)) for k, v in saved.to_dict().items() if getattr(expected, k) != v}
+        detail = ", ".join(f"{k}: checkpoint {a!r} vs requested {b!r}" for k, (a, b) in diff.items())
+        raise ValueError(f"checkpoint {ckpt} was written for a different model config ({detail}); "
+                         f"use the same preset/config or a new output directory")
+    return saved
+
+
+def _load_weights(model: nn.Module, path: Path) -> None:
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
+    try:
+        missing, unexpected = safetensors.torch.load_model(model, str(path), strict=False)
+    except (safetensors.SafetensorError, OSError) as e:
+        raise ValueError(f"checkpoint file {path} is corrupt or truncated ({e})") from None
+    except RuntimeError as e:
+        raise ValueError(f"checkpoint file {path} does not fit the model (shapes differ: {e})") from None
+    missing = [k for k in missing if k != "mlm_head.decoder_weight"]   # tied: stored once as the embeddings
+    if missing or unexpected:
+        raise ValueError(f"checkpoint file {path} does not fit the model: missing {missing}, "
+                         f"unexpected {unexpected} (was it saved for another objective?)")
+
+
+def load_pretrained(path: str | Path, device: str | torch.device = "cpu") -> AlbertForPretraining:
+    """The model of a checkpoint (a run directory or a step directory), in eval mode."""
+    ckpt = find_checkpoint(path)
+    if ckpt is None:
+        raise FileNotFoundError(f"no checkpoint in {path} (expected model.safetensors or checkpoints/latest)")
+    cfg = _check_config(ckpt, None)
+    state = _read_json(ckpt / "trainer_state.json")
+    objective = state.get("args", {}).get("objective")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"checkpoint file {ckpt / 'trainer_state.json'} names no known objective "
+                         f"({objective!r}); the checkpoint is damaged")
+    model = AlbertForPretraining(cfg, sentence_task=OBJECTIVES[objective])
+    _load_weights(model, ckpt / "model.safetensors")
+    return model.to(device).eval()
+
+
+def _load_optimizer_state(path: Path) -> dict:
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises several types for damaged zip archives
+        raise ValueError(f"checkpoint file {path} is corrupt or truncated "
+                         f"({type(e).__name__}: {e})") from None
+
+
+def read_metrics(run_dir: str | Path) -> list[dict]:
+    """The records of a run's metrics.jsonl."""
+    path = Path(run_dir) / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# ---------------------------------------------------------------------------- distributed
+def distributed_context() -> tuple[int, int, torch.device]:
+    """(rank, world_size, device); starts the process group when launched by torchrun."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+    if world > 1 and not dist.is_initialized():
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return (dist.get_rank() if world > 1 else 0), world, device
+
+
+# ---------------------------------------------------------------------------- the loop
+@dataclass
+class PretrainResult:
+    model: AlbertForPretraining        # the trained model (unwrapped from DDP), in train mode
+    history: list[dict]                # every metrics record of this run, resumed part included
+    out_dir: Path | None
+    seconds: float                     # wall time of this call
+
+
+def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
+             out_dir: str | Path | None = None, resume: bool = False,
+             callbacks: Iterable[Callable[[dict], None]] = (), collate_fn: Callable | None = None,
+             progress: bool = True) -> PretrainResult:
+    """Pretrain an AlbertForPretraining on `train_data` (a Dataset of example dicts), from scratch or
+    from the latest checkpoint in `out_dir` (resume=True). Each metrics record is passed to every
+    callback (e.g. plots.LiveCurves) and appended to out_dir/metrics.jsonl.
+    """
+    t0 = time.perf_counter()
+    collate_fn = collate_fn or default_collate()
+    rank, world, device = distributed_context()
+    main_process = rank == 0
+    out_dir = Path(out_dir) if out_dir is not None else None
+    ckpt = find_checkpoint(out_dir) if out_dir is not None else None
+    if resume and ckpt is None:
+        raise FileNotFoundError(f"nothing to resume: {out_dir} holds no checkpoint (checkpoints/latest); "
+                                f"start without resume")
+    if not resume and ckpt is not None:
+        raise FileExistsError(f"{out_dir} already holds a run (checkpoint {ckpt.name}); resume it or choose "
+                              f"another output directory")
+
+    torch.manual_seed(args.seed)
+    model = AlbertForPretraining(cfg, sentence_task=OBJECTIVES[args.objective]).to(device)
+    optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
+    scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
+    step, history = 0, []
+    if resume:
+        step, history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler, device)
+    if main_process and out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        _write_json_atomic(out_dir / "config.json", cfg.to_dict())
+        _write_json_atomic(out_dir / "train_args.json", dataclasses.asdict(args))
+        # a crashed run may have logged past its last checkpoint: keep only what the checkpoint saw
+        lines = [json.dumps(r) for r in history]
+        (out_dir / "metrics.jsonl").write_text("".join(line + "\n" for line in lines))
+    log_file = open(out_dir / "metrics.jsonl", "a") if main_process and out_dir is not None else None
+
+    ddp = None
+    if world > 1:
+        ddp = nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None,
+            find_unused_parameters=model.sentence_head is None)   # MLM alone leaves the pooler unused
+    sampler = StepBatches(len(train_data), args, step, rank, world)
+    # Own generators: a DataLoader otherwise draws its base seed from the global RNG, which would
+    # shift dropout masks between a straight run and a resumed one.
+    loader = torch.utils.data.DataLoader(train_data, batch_sampler=sampler, collate_fn=collate_fn,
+                                         generator=torch.Generator())
+    valid_loader = None
+    if valid_data is not None and main_process:
+        valid_loader = torch.utils.data.DataLoader(valid_data, batch_size=sampler.micro, shuffle=False,
+                                                   collate_fn=collate_fn, generator=torch.Generator())
+
+    def emit(record: dict) -> None:
+        history.append(record)
+        if log_file is not None:
+            log_file.write(json.dumps(record) + "\n")
+            log_file.flush()
+        for cb in callbacks:
+            cb(record)
+
+    bar = tqdm(total=args.steps, initial=step, disable=not (progress and main_process), desc="pretrain")
+    batches = iter(loader)
+    model.train()
+    try:
+        while step < args.steps:
+            micro = [{k: v.to(device) for k, v in next(batches).items()} for _ in range(args.grad_accum)]
+            train_record = _train_step(ddp or model, model, micro, optimizer, scheduler, args, world)
+            step += 1
+            emit({"step": step, "split": "train", **train_record})
+            bar.update(1)
+            bar.set_postfix(loss=f"{train_record['loss']:.3f}")
+            if valid_loader is not None and (step == args.steps
+                                             or (args.eval_every and step % args.eval_every == 0)):
+                valid = evaluate(model, valid_loader, args.eval_batches)
+                record = {"step": step, "split": "valid", "mlm_loss": valid["mlm_loss"],
+                          "mlm_accuracy": valid["mlm_accuracy"]}
+                if "sentence_accuracy" in valid:
+                    record[f"{args.objective}_accuracy"] = valid["sentence_accuracy"]
+                emit(record)
+            if out_dir is not None and (step == args.steps
+                                        or (args.checkpoint_every and step % args.checkpoint_every == 0)):
+                if main_process:
+                    state = {"step": step, "epoch": step // sampler.steps_per_epoch,
+                             "step_in_epoch": step % sampler.steps_per_epoch, "dataset_size": len(train_data),
+                             "world_size": world, "args": dataclasses.asdict(args), "metrics": history}
+                    save_checkpoint(out_dir, model, optimizer, scheduler, state, args.keep_last)
+                if world > 1:
+                    dist.barrier()
+    finally:
+        bar.close()
+        if log_file is not None:
+            log_file.close()
+    return PretrainResult(model, history, out_dir, time.perf_counter() - t0)
+
+
+def _train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,
+                args: TrainArgs, world: int) -> dict:
+    """One optimizer step over this process's micro-batches; returns the global batch's metrics."""
+    if (top := max(int(b["input_ids"].max()) for b in micro)) >= model.config.vocab_size:
+        raise ValueError(f"token id {top} >= the model's vocab_size {model.config.vocab_size}: the data was "
+                         f"tokenized with a bigger vocabulary; set vocab_size to the tokenizer's size")
+    # Global normalisers: predicted tokens and examples over every micro-batch of every process.
+    counts = torch.tensor([sum(int((b["mlm_labels"] != IGNORE_INDEX).sum()) for b in micro),
+                           sum(b["input_ids"].shape[0] for b in micro)], dtype=torch.float64)
+    if world > 1:
+        dist.all_reduce(counts)
+    n_tokens, n_examples = counts.tolist()
+    device = micro[0]["input_ids"].device
+    stats = torch.zeros(3, dtype=torch.float64, device=device)       # mlm loss sum, sentence loss sum, -
+    for i, b in enumerate(micro):
+        last = i == len(micro) - 1 or not isinstance(net, nn.parallel.DistributedDataParallel)
+        ctx = contextlib.nullcontext() if last else net.no_sync()      # all-reduce on the last micro-batch
+        with ctx, torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            out = net(b["input_ids"], b["token_type_ids"], b["attention_mask"], mlm_labels=b["mlm_labels"])
+            targets = b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX]
+            mlm_sum = F.cross_entropy(out.mlm_logits.float(), targets, reduction="sum")
+            loss = mlm_sum / n_tokens
+            if out.sentence_logits is not None:
+                sent_sum = F.cross_entropy(out.sentence_logits.float(), b["sentence_labels"], reduction="sum")
+                loss = loss + sent_sum / n_examples
+                stats[1] += sent_sum.detach()
+            stats[0] += mlm_sum.detach()
+            # DDP averages gradients over processes; scale up so the result is the global-batch gradient
+            (loss * world).backward()
+    grad_norm = nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)
+    lr = optimizer.param_groups[0]["lr"]
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    if world > 1:
+        dist.all_reduce(stats)
+    mlm_loss, sentence_loss = stats[0].item() / n_tokens, stats[1].item() / n_examples
+    record = {"loss": mlm_loss + sentence_loss, "mlm_loss": mlm_loss, "lr": lr, "grad_norm": float(grad_norm)}
+    if model.sentence_head is not None:
+        record[f"{args.objective}_loss"] = sentence_loss
+    return record
+
+
+def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, model, optimizer, scheduler,
+             device: torch.device) -> tuple[int, list[dict]]:
+    """Load a checkpoint into the model, optimizer and scheduler, restore RNG; -> (step, history)."""
+    _check_config(ckpt, cfg)
+    state = _read_json(ckpt / "trainer_state.json")
+    saved_args = state.get("args", {})
+    diff = [f"{k}: checkpoint {saved_args.get(k)!r} vs requested {getattr(args, k)!r}"
+            for k in RESUME_MUST_MATCH if saved_args.get(k) != getattr(args, k)]
+    if diff:
+        raise ValueError(f"checkpoint {ckpt} was written with different training arguments "
+                         f"({'; '.join(diff)}); resume with the same arguments or start a new run")
+    if state.get("dataset_size") != dataset_size:
+        raise ValueError(f"checkpoint {ckpt} was trained on {state.get('dataset_size')} examples but "
+                         f"the training set now has {dataset_size}, so the data position is meaningless; "
+                         f"use the same data (scale, corpus) or start a new run")
+    _load_weights(model, ckpt / "model.safetensors")
+    extra = _load_optimizer_state(ckpt / "optimizer.pt")
+    try:
+        optimizer.load_state_dict(extra["optimizer"])
+        scheduler.load_state_dict(extra["scheduler"])
+        torch.set_rng_state(extra["rng"]["torch"])
+        if device.type == "cuda" and "cuda" in extra["rng"]:
+            torch.cuda.set_rng_state_all(extra["rng"]["cuda"])
+    except (KeyError, ValueError, RuntimeError, TypeError) as e:
+        raise ValueError(f"checkpoint file {ckpt / 'optimizer.pt'} does not hold a matching optimizer/"
+                         f"scheduler/RNG state ({type(e).__name__}: {e})") from None
+    model.to(device)
+    return int(state["step"]), list(state.get("metrics", []))
+
+
+# ---------------------------------------------------------------------------- cached course models
+def pretrained_course_model(objective: str = "sop", scale: Scale | str | None = None, arch: str = "albert",
+                            progress: bool = True, callbacks: Iterable[Callable[[dict], None]] = ()
+                            ) -> AlbertForPretraining:
+    """The course's pretrained model for a scale, built (or finished) and cached if missing.
+
+    Stored in cache_dir()/checkpoints/<scale>-<arch>-<objective>; arch is "albert" or "bert"
+    (the BERT twin of the scale's ALBERT preset). Returned in eval mode.
+    """
+    from .corpus import cache_dir
+    from .pretraining_data import course_pretraining_data
+
+    scale = scale if isinstance(scale, Scale) else current_scale(scale)
+    if arch not in ("albert", "bert"):
+        raise ValueError(f"unknown arch {arch!r}; choose 'albert' or 'bert'")
+    run_dir = cache_dir() / "checkpoints" / f"{scale.name}-{arch}-{objective}"
+    args = TrainArgs.from_scale(scale, objective=objective)
+    ckpt = find_checkpoint(run_dir)
+    if ckpt is not None and _read_json(ckpt / "trainer_state.json").get("step") == args.steps:
+        return load_pretrained(ckpt)
+    cfg = AlbertConfig.preset(scale.albert_preset if arch == "albert" else scale.bert_preset)
+    train = course_pretraining_data(objective, split="train", scale=scale)
+    valid = course_pretraining_data(objective, split="valid", scale=scale)
+    result = pretrain(cfg, args, train, valid, out_dir=run_dir, resume=ckpt is not None,
+                      callbacks=callbacks, progress=progress)
+    return result.model.eval()
