@@ -32,7 +32,7 @@ class Scale:
 SCALES = {
     "ci": Scale("ci", "ci-albert", "ci-bert", vocab_size=1000, max_documents=300, max_seq_len=64,
                 batch_size=16, pretrain_steps=30, learning_rate=2e-3, warmup_steps=5, eval_every=15),
-    "course": Scale("course", "course-albert", "course-bert", vocab_size=8000, max_documents=None,
+    "course": Scale("course", "course-albert", "course-bert", vocab_size=4000, max_documents=None,
                     max_seq_len=128, batch_size=32, pretrain_steps=1500, learning_rate=2e-3,
                     warmup_steps=150, eval_every=250, dupe_factor=10),
     "gpu": Scale("gpu", "gpu-albert", "gpu-bert", vocab_size=16000, max_documents=None, max_seq_len=256,
