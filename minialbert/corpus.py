@@ -15,6 +15,7 @@ import ast
 import hashlib
 import inspect
 import json
+import os
 import re
 import sys
 import sysconfig
@@ -28,7 +29,7 @@ __all__ = ["Document", "cache_dir", "corpus_stats", "documents", "pydocs_documen
            "wikitext_documents", "SPLITS"]
 
 SPLITS = ("train", "valid", "test")
-PYDOCS_FORMAT = 1                       # bump when the parsing rules change: invalidates caches
+PYDOCS_FORMAT = 2                       # bump when the parsing rules change: invalidates caches
 
 
 @dataclass(frozen=True)
@@ -78,27 +79,35 @@ def split_sentences(text: str) -> list[str]:
 # stdlib directories (any path component) that hold tests, tools or data rather than prose
 _SKIP_DIRS = {"test", "tests", "idle_test", "idlelib", "site-packages", "dist-packages", "turtledemo",
               "ensurepip", "lib-dynload", "__pycache__", "encodings", "pydoc_data", "__phello__"}
-_MIN_WORDS = 3                          # shorter "sentences" are headings or fragments
+_MIN_WORDS, _MAX_WORDS = 3, 100        # shorter "sentences" are headings, longer ones are lists
 _MIN_SENTENCES = 3                      # smaller docstrings are merged into their module's document
 _UNDERLINE = re.compile(r"^\s*([-=*~^+#\"'`])\1{2,}\s*$")
-_CODE_MARKERS = (">>>", "...", "::=", "$ ", "% ")
+_TABLE = re.compile(r"^\s*(\+[-=+]+\+?|\|.*|=+( +=+)+)\s*$")  # grid-table rows, simple-table borders
+_ITEM = re.compile(r"^([-*+] |\d+[.)] |[\w.\[\]()*]+\s+--\s)")  # a list item starts a new paragraph
+_CODE_MARKERS = (">>>", "...", "$ ", "% ")
 
 
 def clean_paragraphs(text: str) -> list[str]:
-    """Prose paragraphs of a docstring or help topic: code and grammar dropped, whitespace normalised.
+    """Prose paragraphs of a docstring or help topic: code, tables and grammar dropped, whitespace
+    normalised.
 
-    Drops indented blocks (code samples, grammar, tables), doctest lines, grammar productions
-    (`::=`), headings (a line over an underline) and the underlines themselves.
+    Drops indented blocks (code samples, grammar, argument tables), doctests and tables (up to
+    the next blank line), grammar productions (`::=`), headings (a line over an underline)
+    and the underlines themselves. List items become paragraphs of their own.
     """
     lines = inspect.cleandoc(text).splitlines()
-    paragraphs, current = [], []
+    paragraphs, current, in_block = [], [], False
     for i, line in enumerate(lines):
+        # a table or a doctest (prompt lines and their output) runs to the next blank line
+        in_block = bool(line.strip()) and (in_block or _TABLE.match(line) is not None
+                                           or line.startswith(">>>"))
         is_heading = i + 1 < len(lines) and _UNDERLINE.match(lines[i + 1]) is not None
-        if (not line.strip() or line[:1].isspace() or _UNDERLINE.match(line) or is_heading
-                or line.lstrip().startswith(_CODE_MARKERS) or "::=" in line):
+        if (current and _ITEM.match(line)) or in_block or not line.strip() or line[:1].isspace():
             if current:
                 paragraphs.append(" ".join(current))
                 current = []
+        if (in_block or not line.strip() or line[:1].isspace() or _UNDERLINE.match(line) or is_heading
+                or line.startswith(_CODE_MARKERS) or "::=" in line):
             continue
         current.append(line.strip())
     if current:
@@ -107,10 +116,19 @@ def clean_paragraphs(text: str) -> list[str]:
     return [" ".join(p.replace("::", ":").split()) for p in paragraphs]
 
 
+def _is_prose(sentence: str) -> bool:
+    """Most words are ordinary words (drops lists of CONSTANTS, signatures, fragments), no doctest
+    prompt or grammar production anywhere."""
+    if ">>>" in sentence or "::=" in sentence:
+        return False
+    words = sentence.split()
+    plain = sum(w.strip(".,;:!?()\"'").isalpha() and not w.isupper() for w in words)
+    return _MIN_WORDS <= len(words) <= _MAX_WORDS and plain >= len(words) / 2
+
+
 def prose_sentences(text: str) -> list[str]:
-    """Clean a docstring/topic and split it into sentences of at least _MIN_WORDS words."""
-    return [s for p in clean_paragraphs(text) for s in split_sentences(p)
-            if len(s.split()) >= _MIN_WORDS and any(c.isalpha() for c in s)]
+    """Clean a docstring/topic and split it into sentences that read as prose."""
+    return [s for p in clean_paragraphs(text) for s in split_sentences(p) if _is_prose(s)]
 
 
 def _topic_documents() -> list[Document]:
@@ -122,14 +140,11 @@ def _topic_documents() -> list[Document]:
 def _stdlib_files(root: Path) -> list[Path]:
     """Sorted .py files of the stdlib directory, without tests, tools and data packages."""
     files = []
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if any(part in _SKIP_DIRS or part.startswith("config-") for part in rel.parts[:-1]):
-            continue
-        if rel.name.startswith("_sysconfigdata") or rel.name == "__main__.py":
-            continue
-        files.append(path)
-    return files
+    for folder, subdirs, names in os.walk(root):
+        subdirs[:] = [d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("config-")]
+        files += [Path(folder) / n for n in names if n.endswith(".py") and n != "__main__.py"
+                  and not n.startswith("_sysconfigdata")]
+    return sorted(files)
 
 
 def _module_documents(path: Path, root: Path) -> list[Document]:
@@ -304,7 +319,7 @@ def _file_lines(path: Path) -> Iterator[str]:
 
 def wikitext_documents(name: str = "wikitext-2", split: str = "train",
                        base_url: str | None = None) -> Iterator[Document]:
-    """Stream WikiText documents of one split, downloading (and checking) its files first.
+    """Download (and check) the files of one WikiText split, then stream its documents.
 
     base_url replaces the pinned hub address (tests serve files from loopback).
     """
@@ -315,7 +330,7 @@ def wikitext_documents(name: str = "wikitext-2", split: str = "train",
     paths = [download(f"{base}/{file}", cache_dir() / "corpora" / name / Path(file).name, sha256=sha,
                       expected_size=size)
              for file, size, sha in WIKITEXT_FILES[name][split]]
-    yield from wikitext_lines_to_documents(line for p in paths for line in _file_lines(p))
+    return wikitext_lines_to_documents(line for p in paths for line in _file_lines(p))
 
 
 def documents(name: str = "pydocs", split: str = "train", max_documents: int | None = None):

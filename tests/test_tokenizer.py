@@ -1,0 +1,175 @@
+"""The SentencePiece tokenizer: ALBERT's special ids and normalisation, round trips, pair layout,
+deterministic training, the cached course tokenizer and clear errors for bad model files."""
+
+import os
+import random
+import string
+import subprocess
+import sys
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minialbert.corpus import pydocs_documents
+from minialbert.scale import current_scale
+from minialbert.tokenizer import (
+    CLS_ID,
+    MASK_ID,
+    PAD_ID,
+    SEP_ID,
+    UNK_ID,
+    Tokenizer,
+    course_tokenizer,
+    normalize,
+)
+
+WORDS = ("the a module class function returns raises value error list dict string bytes file socket "
+         "object method attribute default argument keyword number integer float encoding decoding "
+         "parser token thread process queue lock event timeout buffer stream reader writer path name "
+         "python interpreter import package archive compressed binary text network server client").split()
+SENTENCES = [" ".join(random.Random(i).choices(WORDS, k=8)).capitalize() + "." for i in range(400)]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer.train(SENTENCES, vocab_size=120)
+
+
+def test_special_ids_are_albert_s(tok):
+    assert (PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID) == (0, 1, 2, 3, 4)
+    assert [tok.id_to_piece(i) for i in range(5)] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+    assert tok.special_ids == {0, 1, 2, 3, 4} and tok.vocab_size == len(tok) == 120
+    # control symbols have fixed ids but are never produced from text
+    assert not set(tok.encode("[CLS] [SEP] [MASK] <pad> <unk>")) & tok.special_ids
+
+
+def test_normalize_lowercases_and_strips_accents():
+    assert normalize("  Café  NAÏVE\tÅngström ``quoted''  ") == 'cafe naive angstrom "quoted"'
+    assert normalize("") == ""
+
+
+def test_decode_skips_pad_cls_sep_and_shows_mask(tok):
+    json, module = tok.encode("json"), tok.encode("module")
+    assert tok.decode([CLS_ID, *json, *module, SEP_ID, PAD_ID, PAD_ID]) == "json module"
+    assert tok.decode([CLS_ID, *json, MASK_ID, *module, SEP_ID]) == "json [MASK] module"
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tok.decode([120])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=string.ascii_letters + string.digits + string.punctuation + " \t\n", max_size=80))
+def test_round_trip_ascii(tok, text):
+    # every printable ASCII character has a piece, so ASCII round-trips up to normalisation
+    assert tok.decode(tok.encode(text)).split() == normalize(text).split()
+    assert UNK_ID not in tok.encode(text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=60))
+def test_arbitrary_unicode_never_crashes(tok, text):
+    ids = tok.encode(text)
+    assert all(0 <= i < tok.vocab_size for i in ids)
+    assert isinstance(tok.decode(ids), str) and len(tok.pieces(text)) == len(ids)
+
+
+def test_empty_string(tok):
+    assert tok.encode("") == [] and tok.pieces("") == [] and tok.decode([]) == ""
+    assert tok.encode_pair("", "") == ([CLS_ID, SEP_ID, SEP_ID], [0, 0, 1])
+
+
+def test_pair_layout_and_token_types(tok):
+    a, b = tok.encode("json module"), tok.encode("binary objects")
+    ids, types = tok.encode_pair("json module", "binary objects")
+    assert ids == [CLS_ID, *a, SEP_ID, *b, SEP_ID]
+    assert types == [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    assert tok.encode_pair(a) == ([CLS_ID, *a, SEP_ID], [0] * (len(a) + 2))
+
+
+@given(st.integers(0, 40), st.integers(0, 40), st.integers(5, 50))
+def test_pair_truncation_removes_from_the_longer_side(tok, n_a, n_b, max_len):
+    a, b = list(range(10, 10 + n_a)), list(range(100, 100 + n_b))
+    ids, types = tok.encode_pair(a, b, max_len=max_len)
+    assert len(ids) == len(types) <= max_len
+    kept_a, kept_b = types.count(0) - 2, types.count(1) - 1
+    assert ids[1:1 + kept_a] == a[:kept_a] and ids[2 + kept_a:-1] == b[:kept_b]     # prefixes kept
+    if n_a + n_b + 3 > max_len:
+        assert len(ids) == max_len
+        assert abs(kept_a - kept_b) <= 1 or min(kept_a, kept_b) == min(n_a, n_b)   # longer side cut
+    else:
+        assert (kept_a, kept_b) == (n_a, n_b)
+
+
+def test_pair_max_len_too_small(tok):
+    with pytest.raises(ValueError, match="max_len 3"):
+        tok.encode_pair("a", "b", max_len=3)
+
+
+def test_word_start_mask(tok):
+    mask = tok.word_start_mask()
+    assert mask.dtype == torch.bool and mask.shape == (tok.vocab_size,)
+    assert not mask[sorted(tok.special_ids)].any()
+    for i in range(5, tok.vocab_size):
+        assert bool(mask[i]) == tok.id_to_piece(i).startswith("\u2581")
+    pieces = tok.pieces("json module")
+    assert mask[tok.piece_to_id(pieces[0])]
+
+
+def test_training_is_deterministic_and_saves(tmp_path):
+    path = tmp_path / "a.model"
+    first = Tokenizer.train(SENTENCES, vocab_size=100, path=path)
+    second = Tokenizer.train(SENTENCES, vocab_size=100)
+    assert first.model_proto == second.model_proto
+    assert Tokenizer.load(path).model_proto == first.model_proto
+    assert [p.name for p in tmp_path.iterdir()] == ["a.model"]                    # no temp files left
+
+
+def test_vocab_too_large_for_corpus_is_a_clear_error():
+    with pytest.raises(ValueError, match="smaller vocab_size"):
+        Tokenizer.train(SENTENCES[:3], vocab_size=5000)
+    with pytest.raises(ValueError, match="too small"):
+        Tokenizer.train(SENTENCES, vocab_size=5)
+
+
+def test_bogus_model_files(tmp_path):
+    bogus = tmp_path / "bogus.model"
+    bogus.write_bytes(b"this is not a sentencepiece model")
+    with pytest.raises(ValueError, match="bogus.model: not a SentencePiece model"):
+        Tokenizer.load(bogus)
+    with pytest.raises(FileNotFoundError, match="no tokenizer model"):
+        Tokenizer.load(tmp_path / "missing.model")
+
+
+def test_model_with_other_special_ids_is_rejected(tmp_path):
+    import sentencepiece as spm
+
+    from minialbert.tokenizer import _BytesWriter
+    writer = _BytesWriter()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(SENTENCES), model_writer=writer, vocab_size=100,
+                                   minloglevel=2)       # SentencePiece defaults: <unk>=0, <s>=1, </s>=2
+    path = tmp_path / "other.model"
+    path.write_bytes(writer.data)
+    with pytest.raises(ValueError, match="wrong special pieces"):
+        Tokenizer.load(path)
+
+
+def test_course_tokenizer_is_cached(monkeypatch, tmp_path):
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    scale = current_scale("ci")
+    tok = course_tokenizer(scale)
+    assert tok.vocab_size == scale.vocab_size
+    models = list((tmp_path / "tokenizers").glob("*.model"))
+    assert len(models) == 1
+    # a new process finds the cached model and loads it quickly, with the same vocabulary
+    code = ("import time; from minialbert.scale import current_scale; "
+            "from minialbert.tokenizer import course_tokenizer; t = time.perf_counter(); "
+            "tok = course_tokenizer(current_scale('ci')); print(time.perf_counter() - t); "
+            "print(tok.model_proto.hex())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "MINIALBERT_CACHE": str(tmp_path)}).stdout.split()
+    assert float(out[0]) < 2.0, f"cache hit took {out[0]} s"
+    assert bytes.fromhex(out[1]) == tok.model_proto
+    assert list((tmp_path / "tokenizers").glob("*.model")) == models
+    docs = pydocs_documents("train", max_documents=scale.max_documents)
+    assert tok.encode(docs[0].sentences[0])                                         # it tokenizes the corpus
