@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 test: $(STAMP)
 	$(PY) -m ruff check minialbert tests benchmarks
 	MINIALBERT_SCALE=ci $(PY) -m pytest -q tests
-	MINIALBERT_SCALE=ci $(PY) -m pytest -q --nbval-lax --sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
+	MINIALBERT_SCALE=ci $(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
 
 test-fast: $(STAMP)
 	MINIALBERT_SCALE=ci $(PY) -m pytest -q -x tests

@@ -1,8 +1,9 @@
 """minialbert: ALBERT (A Lite BERT, Lan et al. 2019) from scratch in PyTorch."""
 
+from . import hf
 from .config import PRESETS, AlbertConfig
 from .model import AlbertForPretraining, AlbertModel, count_parameters, parameter_breakdown
 
 __all__ = ["PRESETS", "AlbertConfig", "AlbertModel", "AlbertForPretraining", "count_parameters",
-           "parameter_breakdown"]
+           "parameter_breakdown", "hf"]
 __version__ = "0.1.0"
