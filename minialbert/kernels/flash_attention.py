@@ -343,3 +343,16 @@ def _check_lengths(key_lengths: torch.Tensor | None, B: int, N: int, device: tor
     if check_range and bool(((key_lengths < 0) | (key_lengths > N)).any()):
         raise ValueError(f"key_lengths must lie in [0, N={N}], got {key_lengths.tolist()}")
     return key_lengths.to(torch.int32).contiguous()
+
+
+def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        key_lengths: torch.Tensor | None = None,
+                        sm_scale: float | None = None) -> torch.Tensor:
+    """What fused_attention computes, in plain PyTorch with the whole N x N score matrix (the spec)."""
+    B, h, N, d = q.shape
+    lengths = torch.full((B,), N) if key_lengths is None else key_lengths
+    real = torch.arange(N, device=q.device) < lengths.to(q.device)[:, None]        # (B, N)
+    scores = q @ k.transpose(-2, -1) * (sm_scale or 1.0 / math.sqrt(d))             # (B, h, N, N)
+    scores = scores.masked_fill(~real[:, None, None, :], float("-inf"))
+    probs = scores.softmax(dim=-1).masked_fill(~real[:, None, None, :], 0.0)       # length 0: no NaN
+    return (probs @ v).masked_fill(~real[:, None, :, None], 0.0)                    # padded rows: zeros

@@ -1,0 +1,242 @@
+"""The Triton fused attention against a float64 PyTorch reference: outputs, gradients, padding, the model.
+
+Without CUDA the kernels run in Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1 before
+anything imports triton), one program at a time, so shapes stay tiny and tiles are 16 or 32. With CUDA
+the same tests run compiled, and the `gpu`-marked ones add ALBERT-sized shapes and bfloat16.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import minialbert as ma
+from minialbert.kernels import INTERPRET, fused_attention, reference_attention
+
+CUDA = torch.cuda.is_available()
+DEVICE = "cuda" if CUDA else "cpu"
+TOLERANCE = {torch.float32: dict(atol=2e-5, rtol=1e-4), torch.float16: dict(atol=3e-3, rtol=3e-3),
+             torch.bfloat16: dict(atol=3e-2, rtol=3e-2)}
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_interpreter_is_on_without_cuda():
+    assert INTERPRET != CUDA, "tests/conftest.py must set TRITON_INTERPRET=1 before triton is imported"
+
+
+def make_inputs(B, h, N, d, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v, do = (torch.randn(B, h, N, d, generator=g).to(DEVICE, dtype) for _ in range(4))
+    return q, k, v, do
+
+
+def run_both(q, k, v, do, lengths, blocks, sm_scale=None):
+    """Kernel output and grads (in the input dtype) and the float64 reference's, as two tuples."""
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = fused_attention(*leaves, key_lengths=lengths, sm_scale=sm_scale,
+                          block_m=blocks[0], block_n=blocks[1])
+    out.backward(do)
+    ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    ref = reference_attention(*ref_leaves, key_lengths=lengths, sm_scale=sm_scale)
+    ref.backward(do.double())
+    return (out, *(t.grad for t in leaves)), (ref, *(t.grad for t in ref_leaves))
+
+
+def check_against_reference(q, k, v, do, lengths, blocks, sm_scale=None):
+    ours, ref = run_both(q, k, v, do, lengths, blocks, sm_scale)
+    B, _, N, _ = q.shape
+    full = torch.full((B,), N, device=DEVICE)
+    real = torch.arange(N, device=DEVICE) < (full if lengths is None else lengths)[:, None]     # (B, N)
+    for name, a, b in zip(("out", "dq", "dk", "dv"), ours, ref):
+        assert a.dtype == q.dtype and a.shape == q.shape, name
+        assert torch.isfinite(a).all(), f"{name} has NaN/inf"
+        assert (a.float()[~real[:, None, :, None].expand_as(a)] == 0).all(), f"{name} nonzero on padded rows"
+        torch.testing.assert_close(a.double(), b, **TOLERANCE[q.dtype], msg=lambda m, n=name: f"{n}: {m}")
+
+
+# (lengths or None for no padding, N, head dim, dtype, (block_m, block_n)); lengths 1, 63, 65, 127, 200
+# hit one key, a tile minus one, a tile plus one, and partial last tiles with 16- and 32-wide tiles.
+CASES = {
+    "ragged-fp32-d64": ([1, 63, 65, 127, 200], 200, 64, torch.float32, (32, 32)),
+    "ragged-fp16-d64": ([1, 63, 65, 127, 200], 200, 64, torch.float16, (32, 16)),
+    "mixed-fp32-d128": ([100, 37], 100, 128, torch.float32, (16, 32)),
+    "mixed-fp16-d128": ([100, 37], 100, 128, torch.float16, (16, 16)),
+    "unpadded-fp16-d64": (None, 96, 64, torch.float16, (32, 32)),
+    "unpadded-fp32-d32-odd-N": (None, 70, 32, torch.float32, (16, 32)),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_matches_float64_reference(case):
+    lengths, N, d, dtype, blocks = CASES[case]
+    B = 2 if lengths is None else len(lengths)
+    q, k, v, do = make_inputs(B, 2, N, d, dtype)
+    if lengths is not None:
+        lengths = torch.tensor(lengths, dtype=torch.int32, device=DEVICE)
+    check_against_reference(q, k, v, do, lengths, blocks)
+
+
+def test_custom_scale_zero_length_and_default_tiles():
+    q, k, v, do = make_inputs(3, 2, 40, 32, torch.float32, seed=1)
+    lengths = torch.tensor([0, 40, 17], device=DEVICE)        # int64 is accepted; 0 = an empty sequence
+    check_against_reference(q, k, v, do, lengths, (None, None) if not CUDA else (32, 32), sm_scale=0.3)
+
+
+@pytest.mark.filterwarnings("ignore:.*(invalid value|All-NaN):RuntimeWarning")    # numpy sees the NaN
+def test_padding_content_never_reaches_real_outputs():
+    q, k, v, do = make_inputs(2, 2, 50, 32, torch.float32, seed=2)
+    lengths = torch.tensor([20, 45], device=DEVICE)
+    clean = run_both(q, k, v, do, lengths, (16, 32))[0]
+    pad = (torch.arange(50, device=DEVICE) >= lengths[:, None])[:, None, :, None]   # (B, 1, N, 1)
+    poisoned = [t.masked_fill(pad, float("nan")) for t in (q, k, v, do)]
+    dirty = run_both(*poisoned, lengths, (16, 32))[0]
+    for a, b in zip(clean, dirty):
+        assert torch.isfinite(b).all()
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_accepts_permuted_views_like_the_model():
+    B, N, h, d = 2, 33, 2, 32
+    qkv = torch.randn(B, N, 3, h, d, device=DEVICE).permute(2, 0, 3, 1, 4)    # 3 x (B, h, N, d) views
+    q, k, v = qkv
+    assert not q.is_contiguous()
+    lengths = torch.tensor([33, 9], dtype=torch.int32, device=DEVICE)
+    torch.testing.assert_close(fused_attention(q, k, v, lengths, block_m=16, block_n=16),
+                               reference_attention(q, k, v, lengths), **TOLERANCE[torch.float32])
+
+
+def _bad_calls():
+    x = torch.randn(2, 2, 8, 32, device=DEVICE)
+    ok = dict(key_lengths=None)
+    calls = {
+        "3-D q": ((x[0], x, x), ok, "4-D tensor"),
+        "shape mismatch": ((x, x[:, :, :4], x), ok, "same shape"),
+        "head dim 48": ((torch.randn(2, 2, 8, 48, device=DEVICE),) * 3, ok, "head_dim 48"),
+        "float64": ((x.double(),) * 3, ok, "dtype"),
+        "mixed dtypes": ((x, x.half(), x), ok, "dtype"),
+        "lengths shape": ((x, x, x), dict(key_lengths=torch.tensor([3], device=DEVICE)), r"shape \(2,\)"),
+        "lengths float": ((x, x, x), dict(key_lengths=torch.tensor([3.0, 4.0], device=DEVICE)), "integers"),
+        "lengths list": ((x, x, x), dict(key_lengths=[3, 4]), "tensor of shape"),
+        "length > N": ((x, x, x), dict(key_lengths=torch.tensor([3, 9], device=DEVICE)), r"\[0, N=8\]"),
+        "length < 0": ((x, x, x), dict(key_lengths=torch.tensor([-1, 2], device=DEVICE)), r"\[0, N=8\]"),
+        "block 24": ((x, x, x), dict(block_m=24, block_n=16), "powers of two"),
+        "one block": ((x, x, x), dict(block_m=16), "both block_m and block_n"),
+        "sm_scale": ((x, x, x), dict(sm_scale=-1.0), "sm_scale"),
+    }
+    if INTERPRET:
+        calls["bf16 in interpreter"] = ((x.bfloat16(),) * 3, ok, "bfloat16 needs a CUDA GPU")
+    if CUDA:
+        calls["cpu tensors"] = ((x.cpu(),) * 3, ok, "CUDA tensors")
+    return calls
+
+
+BAD_CALLS = _bad_calls()
+
+
+@pytest.mark.parametrize("name", BAD_CALLS)
+def test_bad_input_raises_clear_error(name):
+    args, kwargs, message = BAD_CALLS[name]
+    with pytest.raises(ValueError, match=message):
+        fused_attention(*args, **kwargs)
+
+
+def tiny_config(backend):
+    return ma.AlbertConfig(vocab_size=97, embedding_size=16, hidden_size=64, num_layers=3, num_heads=2,
+                           intermediate_size=128, max_position_embeddings=64, classifier_dropout_prob=0.0,
+                           attention_backend=backend)
+
+
+def test_model_with_triton_backend_equals_sdpa():
+    torch.manual_seed(0)
+    triton_model = ma.AlbertForPretraining(tiny_config("triton")).to(DEVICE)
+    sdpa_model = ma.AlbertForPretraining(tiny_config("sdpa")).to(DEVICE)
+    sdpa_model.load_state_dict(triton_model.state_dict())
+    B, N = 3, 40
+    lengths = torch.tensor([40, 23, 5], device=DEVICE)
+    mask = (torch.arange(N, device=DEVICE) < lengths[:, None]).long()                # right padding
+    ids = torch.randint(5, 97, (B, N), device=DEVICE) * mask
+    labels = torch.where((torch.rand(B, N, device=DEVICE) < 0.3) & mask.bool(), ids, -100)
+    sop = torch.tensor([0, 1, 1], device=DEVICE)
+    outs = [m(ids, attention_mask=mask, mlm_labels=labels, sentence_labels=sop)
+            for m in (triton_model, sdpa_model)]
+    for out in outs:
+        out.loss.backward()
+    real = mask.bool()
+    torch.testing.assert_close(outs[0].last_hidden_state[real], outs[1].last_hidden_state[real],
+                               atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(outs[0].loss, outs[1].loss, atol=2e-5, rtol=1e-5)
+    sdpa_params = dict(sdpa_model.named_parameters())
+    for name, p in triton_model.named_parameters():
+        torch.testing.assert_close(p.grad, sdpa_params[name].grad, atol=2e-5, rtol=1e-4,
+                                   msg=lambda m, n=name: f"grad of {n}: {m}")
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter with TRITON_INTERPRET unset (compiled Triton mode)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(CUDA, reason="checks the message shown on machines without a GPU")
+def test_without_gpu_or_interpreter_the_backend_says_how_to_run():
+    result = run_python("""
+        import sys, torch, minialbert as ma
+        assert "triton" not in sys.modules, "import minialbert must not import triton"
+        model = ma.AlbertModel(ma.AlbertConfig(vocab_size=50, embedding_size=16, hidden_size=64,
+                                               num_layers=1, num_heads=2, intermediate_size=64,
+                                               attention_backend="triton"))
+        try:
+            model(torch.ones(1, 4, dtype=torch.long))
+        except RuntimeError as err:
+            print("MESSAGE:", err)
+    """)
+    assert result.returncode == 0, result.stderr
+    message = result.stdout
+    assert "MESSAGE:" in message and "TRITON_INTERPRET=1" in message and "CUDA GPU" in message
+
+
+@pytest.mark.skipif(CUDA, reason="a GPU machine compiles and runs the kernels in the other tests")
+def test_kernels_compile_for_hopper_without_a_gpu():
+    """The interpreter does not type-check like the compiler; build forward and backward for sm_90 too."""
+    result = run_python("""
+        import triton
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+        from minialbert.kernels import flash_attention as fa
+        f16 = {n: "*fp16" for n in ("Q", "K", "V", "O", "DO", "DQ", "DK", "DV")}
+        f32 = {"LSE": "*fp32", "Delta": "*fp32", "Lengths": "*i32", "qk_scale": "fp32", "sm_scale": "fp32",
+               "N_CTX": "i32", "N_HEADS": "i32"}
+        tiles = ((fa._attn_fwd, 128, 64), (fa._attn_bwd_dkdv, 32, 128), (fa._attn_bwd_dq, 128, 32))
+        for kernel, bm, bn in tiles:
+            consts = dict(HEAD_DIM=64, BLOCK_M=bm, BLOCK_N=bn, PRECISION="tf32")
+            signature = {a: {**f16, **f32}.get(a, "constexpr") for a in kernel.arg_names}
+            triton.compile(ASTSource(kernel, signature, constexprs=consts), target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": 4, "num_stages": 3})
+            print("compiled", kernel.__name__)
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("compiled") == 3
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (compiled Triton)")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_albert_shapes(dtype, d):
+    g = torch.Generator().manual_seed(3)
+    lengths = torch.randint(128, 1001, (4,), generator=g).to(DEVICE)
+    lengths[0] = 1000
+    q, k, v, do = make_inputs(4, 12, 1000, d, dtype, seed=3)
+    check_against_reference(q, k, v, do, lengths, (64, 64))
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (compiled Triton)")
+def test_gpu_autotuned_tiles():
+    q, k, v, do = make_inputs(2, 16, 512, 64, torch.bfloat16, seed=4)
+    check_against_reference(q, k, v, do, torch.tensor([512, 300], device=DEVICE), (None, None))
