@@ -9,6 +9,7 @@ also load the official `spiece.model` files.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import string
 import unicodedata
@@ -65,7 +66,7 @@ class Tokenizer:
             raise ValueError(f"vocab_size {vocab_size} is too small; it must exceed the "
                              f"{len(SPECIAL_PIECES)} special pieces")
         spm.set_random_generator_seed(seed)
-        model = _BytesWriter()
+        model = io.BytesIO()
         try:
             spm.SentencePieceTrainer.train(
                 sentence_iterator=(normalize(s) for s in sentences), model_writer=model,
@@ -79,7 +80,7 @@ class Tokenizer:
         except RuntimeError as e:
             raise ValueError(f"SentencePiece training failed: {e}. A smaller vocab_size or a larger "
                              "corpus usually fixes this") from e
-        tok = cls(model.data)
+        tok = cls(model.getvalue())
         if path is not None:
             tok.save(path)
         return tok
@@ -171,16 +172,6 @@ class Tokenizer:
         mask = torch.tensor([self.sp.id_to_piece(i).startswith(WORD_START) for i in range(self.vocab_size)])
         mask[sorted(self.special_ids)] = False
         return mask
-
-
-class _BytesWriter:
-    """Collects the trained model from SentencePiece's model_writer callback."""
-
-    def __init__(self):
-        self.data = b""
-
-    def write(self, data: bytes) -> None:
-        self.data += data
 
 
 def course_tokenizer(scale=None) -> Tokenizer:

@@ -1,6 +1,7 @@
 """The SentencePiece tokenizer: ALBERT's special ids and normalisation, round trips, pair layout,
 deterministic training, the cached course tokenizer and clear errors for bad model files."""
 
+import io
 import os
 import random
 import string
@@ -144,12 +145,11 @@ def test_bogus_model_files(tmp_path):
 def test_model_with_other_special_ids_is_rejected(tmp_path):
     import sentencepiece as spm
 
-    from minialbert.tokenizer import _BytesWriter
-    writer = _BytesWriter()
+    writer = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter(SENTENCES), model_writer=writer, vocab_size=100,
                                    minloglevel=2)       # SentencePiece defaults: <unk>=0, <s>=1, </s>=2
     path = tmp_path / "other.model"
-    path.write_bytes(writer.data)
+    path.write_bytes(writer.getvalue())
     with pytest.raises(ValueError, match="wrong special pieces"):
         Tokenizer.load(path)
 
