@@ -1,0 +1,137 @@
+"""The CLI as a user runs it: real processes, SIGKILL then --resume, and torchrun with 2 processes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import safetensors.torch
+import torch
+
+from minialbert.__main__ import main
+
+# ci-albert shrunk further: the tests time processes, not learning.
+SHRINK = ["--set", "embedding_size=16", "--set", "hidden_size=32", "--set", "num_layers=2",
+          "--set", "intermediate_size=64", "--set", "classifier_dropout_prob=0.0"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """A private cache holding the ci-scale tokenizer and pretraining data, built once per module."""
+    cache = tmp_path_factory.mktemp("cache")
+    environ = {**os.environ, "MINIALBERT_CACHE": str(cache), "MINIALBERT_SCALE": "ci", "OMP_NUM_THREADS": "1"}
+    build = ("from minialbert.pretraining_data import course_pretraining_data as c\n"
+             "for s in ('train', 'valid'): c('sop', s, 'ci')")
+    subprocess.run([sys.executable, "-c", build], env=environ, check=True, cwd=ROOT)
+    return environ
+
+
+def run(argv: list[str], env: dict, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minialbert", *argv], env=env, cwd=ROOT, capture_output=True,
+                          text=True, **kw)
+
+
+def pretrain_argv(out: Path, steps: int, *extra: str) -> list[str]:
+    return ["pretrain", "--out", str(out), *SHRINK, "--steps", str(steps), "--batch-size", "8",
+            "--warmup", "2", "--lr", "3e-3", "--eval-every", "0", "--threads", "1", "--quiet", *extra]
+
+
+def final_weights(run_dir: Path) -> dict:
+    latest = (run_dir / "checkpoints" / "latest").read_text().strip()
+    return safetensors.torch.load_file(run_dir / "checkpoints" / latest / "model.safetensors")
+
+
+def test_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["pretrain", "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--preset", "--objective", "--steps", "--batch-size", "--lr", "--warmup", "--seed",
+                   "--out", "--resume", "--scale", "--set", "--grad-accum", "--optimizer", "--eval-every",
+                   "--threads"):
+        assert option in text
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    assert "--checkpoint" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["pretrain", "--out", "x", "--objective", "xyz"], "invalid choice: 'xyz'"),
+    (["pretrain", "--out", "x", "--steps", "many"], "invalid int value: 'many'"),
+    (["pretrain", "--out", "x", "--set", "num_layers"], "--set takes KEY=VALUE"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["evaluate", "--checkpoint", "/nonexistent/run"], "/nonexistent/run does not exist"),
+])
+def test_bad_options_give_one_line_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as e:
+        if main(argv) == 2:
+            raise SystemExit(2)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("minialbert: error:") and message in err and err.count("\n") == 1
+
+
+def test_bad_values_found_while_running_give_one_line_errors(env, tmp_path):
+    res = run(pretrain_argv(tmp_path / "r", 5, "--warmup", "9"), env)
+    assert res.returncode == 2
+    assert res.stderr.strip() == "minialbert: error: warmup 9 must be between 0 and steps 5"
+    res = run(pretrain_argv(tmp_path / "r", 5, "--set", "hidden_size=33"), env)
+    assert res.returncode == 2 and "hidden_size 33 is not divisible by num_heads" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_sigkill_then_resume_is_bitwise_identical(env, tmp_path):
+    steps = 120
+    straight = run(pretrain_argv(tmp_path / "straight", steps, "--checkpoint-every", "5"), env, timeout=120)
+    assert straight.returncode == 0, straight.stderr
+    summary = json.loads(straight.stdout)
+    assert summary["steps"] == steps and summary["valid_mlm_accuracy"] >= 0
+
+    killed = tmp_path / "killed"
+    argv = pretrain_argv(killed, steps, "--checkpoint-every", "5")
+    proc = subprocess.Popen([sys.executable, "-m", "minialbert", *argv], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    latest = killed / "checkpoints" / "latest"
+    deadline = time.monotonic() + 60
+    while not latest.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed; raise `steps`"
+    killed_at = int(latest.read_text().strip().split("-")[1])
+    assert 0 < killed_at < steps
+    lines = (killed / "metrics.jsonl").read_text().splitlines()
+
+    resumed = run(pretrain_argv(killed, steps, "--checkpoint-every", "5", "--resume"), env, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    a, b = final_weights(tmp_path / "straight"), final_weights(killed)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    assert len(lines) >= killed_at
+    straight_metrics = (tmp_path / "straight" / "metrics.jsonl").read_text()
+    assert (killed / "metrics.jsonl").read_text() == straight_metrics
+
+    res = run(["evaluate", "--checkpoint", str(killed), "--max-batches", "2"], env)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["step"] == steps and 0 <= json.loads(res.stdout)["mlm_accuracy"] <= 1
+
+
+def test_torchrun_two_processes_match_one(env, tmp_path):
+    common = ("--checkpoint-every", "0", "--grad-accum", "2")
+    one = run(pretrain_argv(tmp_path / "one", 4, *common), env, timeout=120)
+    assert one.returncode == 0, one.stderr
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    argv = pretrain_argv(tmp_path / "two", 4, "--checkpoint-every", "0")
+    two = subprocess.run([*torchrun, "-m", "minialbert", *argv],
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert json.loads(two.stdout)["steps"] == 4                      # only rank 0 printed
+    a, b = final_weights(tmp_path / "one"), final_weights(tmp_path / "two")
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=1e-5)
