@@ -61,12 +61,13 @@ def download(url: str, dest: Path, sha256: str | None = None, timeout: float = 6
              expected_size: int | None = None) -> Path:
     """Download `url` to `dest` unless a file with the right sha256 is already there; return dest.
 
-    expected_size (bytes), when known, is checked too. With sha256=None an existing dest is
-    trusted as is (there is nothing to check it against).
+    expected_size (bytes), when known, is checked too. With sha256=None an existing dest of the
+    right size is trusted as is (there is nothing else to check it against).
     """
     dest = Path(dest)
     if dest.exists():
-        if sha256 is None or sha256_of(dest) == sha256.lower():
+        size_ok = expected_size is None or dest.stat().st_size == expected_size
+        if size_ok and (sha256 is None or sha256_of(dest) == sha256.lower()):
             return dest
         dest.unlink()                   # corrupt or stale cache entry: fetch it again
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@ import sys
 import types
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_download import loopback_server
 
 from minialbert import corpus
@@ -93,6 +95,15 @@ def test_corpus_stats():
 ])
 def test_split_sentences(text, expected):
     assert split_sentences(text) == expected
+
+
+@given(st.lists(st.sampled_from(["Use", "os.path.join", "e.g.", "3.11.", "etc.", "J.", "The", "end.", "Why?",
+                                  "(Yes.)", '"No."', "x", "\n", "  "]), max_size=30))
+def test_split_sentences_loses_no_text(words):
+    text = " ".join(words)
+    sentences = split_sentences(text)
+    assert " ".join(sentences) == " ".join(text.split())
+    assert all(s and s == s.strip() for s in sentences)
 
 
 def test_clean_paragraphs_drops_code_grammar_tables_and_headings():

@@ -134,6 +134,13 @@ def test_corrupt_cache_is_downloaded_again(server, tmp_path):
     assert server.hits["/cached.bin"] == 1
 
 
+def test_cached_file_of_wrong_size_is_downloaded_again(server, tmp_path):
+    url = server.serve("/sized.bin", b"12345")
+    dest = tmp_path / "sized.bin"
+    dest.write_bytes(b"123")                                    # an interrupted copy, no hash pinned
+    assert download(url, dest, expected_size=5).read_bytes() == b"12345"
+
+
 def test_failed_redownload_leaves_no_corrupt_file(server, tmp_path):
     dest = tmp_path / "gone.bin"
     dest.write_bytes(b"poisoned")
