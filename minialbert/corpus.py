@@ -301,6 +301,16 @@ def wikitext_lines_to_documents(lines: Iterable[str]) -> Iterator[Document]:
         yield Document(title, tuple(sentences))
 
 
+def _parquet():
+    """pyarrow.parquet, or an error saying how to install it (the hub ships WikiText as parquet)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        raise ImportError("reading WikiText needs pyarrow (the hub ships it as parquet files): "
+                          "pip install pyarrow") from e
+    return pq
+
+
 def _file_lines(path: Path) -> Iterator[str]:
     """Lines of a WikiText file, streamed: parquet (the hub's format, `text` column, batch by
     batch) or plain text (the original wiki.*.raw files)."""
@@ -308,12 +318,7 @@ def _file_lines(path: Path) -> Iterator[str]:
         with open(path, encoding="utf-8") as f:
             yield from f
         return
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as e:
-        raise ImportError(f"reading {path.name} needs pyarrow (the hub ships WikiText as parquet): "
-                          "pip install pyarrow") from e
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=4096, columns=["text"]):
+    for batch in _parquet().ParquetFile(path).iter_batches(batch_size=4096, columns=["text"]):
         yield from batch.column(0).to_pylist()
 
 
@@ -326,14 +331,18 @@ def wikitext_documents(name: str = "wikitext-2", split: str = "train",
     if name not in WIKITEXT_FILES:
         raise ValueError(f"unknown corpus {name!r}; choose one of pydocs, {', '.join(WIKITEXT_FILES)}")
     _check_split(split)
+    files = WIKITEXT_FILES[name][split]
+    if any(file.endswith(".parquet") for file, _, _ in files):
+        _parquet()                              # fail before downloading hundreds of megabytes
     base = base_url or f"{WIKITEXT_REPO}/{WIKITEXT_REVISION}"
     paths = [download(f"{base}/{file}", cache_dir() / "corpora" / name / Path(file).name, sha256=sha,
                       expected_size=size)
-             for file, size, sha in WIKITEXT_FILES[name][split]]
+             for file, size, sha in files]
     return wikitext_lines_to_documents(line for p in paths for line in _file_lines(p))
 
 
-def documents(name: str = "pydocs", split: str = "train", max_documents: int | None = None):
+def documents(name: str = "pydocs", split: str = "train",
+              max_documents: int | None = None) -> list[Document] | Iterator[Document]:
     """Documents of a named corpus ('pydocs', 'wikitext-2', 'wikitext-103'): a list or a stream."""
     if name == "pydocs":
         return pydocs_documents(split, max_documents)

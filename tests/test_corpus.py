@@ -176,6 +176,9 @@ def test_documents_dispatch_caps_a_stream(monkeypatch):
 def test_parquet_without_pyarrow_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pyarrow", None)             # import pyarrow now fails
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    with pytest.raises(ImportError, match="pip install pyarrow"):  # before any download is tried
+        wikitext_documents("wikitext-103", "train", base_url="http://127.0.0.1:9")
     path = tmp_path / "train-00000-of-00001.parquet"
     path.write_bytes(b"PAR1")
     with pytest.raises(ImportError, match="pip install pyarrow"):
