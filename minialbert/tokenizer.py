@@ -78,7 +78,7 @@ class Tokenizer:
                 input_sentence_size=0, shuffle_input_sentence=False, num_threads=1,
                 minloglevel=2)
         except RuntimeError as e:
-            raise ValueError(f"SentencePiece training failed: {e}. A smaller vocab_size or a larger "
+            raise ValueError(f"SentencePiece training failed: {str(e).rstrip('.')}. A smaller vocab_size or a larger "
                              "corpus usually fixes this") from e
         tok = cls(model.getvalue())
         if path is not None:
@@ -197,4 +197,8 @@ def course_tokenizer(scale=None) -> Tokenizer:
             return Tokenizer.load(path)
         except ValueError:
             path.unlink()                           # damaged cache: train again below
-    return Tokenizer.train(sentences, scale.vocab_size, path, seed=0)
+    try:
+        return Tokenizer.train(sentences, scale.vocab_size, path, seed=0)
+    except ValueError as e:
+        raise ValueError(f"cannot train the course tokenizer for scale {scale.name!r} "
+                         f"(vocab_size {scale.vocab_size} on {len(docs)} pydocs documents): {e}") from e
