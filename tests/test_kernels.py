@@ -5,6 +5,8 @@ anything imports triton), one program at a time, so shapes stay tiny and tiles a
 the same tests run compiled, and the `gpu`-marked ones add ALBERT-sized shapes and bfloat16.
 """
 
+import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -240,3 +242,49 @@ def test_gpu_albert_shapes(dtype, d):
 def test_gpu_autotuned_tiles():
     q, k, v, do = make_inputs(2, 16, 512, 64, torch.bfloat16, seed=4)
     check_against_reference(q, k, v, do, torch.tensor([512, 300], device=DEVICE), (None, None))
+
+
+def load_benchmark():
+    spec = importlib.util.spec_from_file_location("attention_benchmark", os.path.join(REPO, "benchmarks",
+                                                                                      "attention.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_flop_accounting_and_arguments():
+    bench = load_benchmark()
+    fwd = bench.attention_flops(B=4, heads=12, N=512, d=64, lengths=None, passes="fwd")
+    assert fwd["effective"] == fwd["padded"] == 4 * 4 * 12 * 512**2 * 64
+    both = bench.attention_flops(B=2, heads=12, N=512, d=64, lengths=[512, 128], passes="fwd+bwd")
+    assert both["padded"] == 3.5 * 4 * 2 * 12 * 512**2 * 64
+    assert both["effective"] == 3.5 * 4 * 12 * 64 * (512**2 + 128**2)
+    lengths = bench.make_lengths(64, 400, "padded", torch.Generator().manual_seed(0))
+    assert len(lengths) == 64 and min(lengths) >= 100 and max(lengths) <= 400
+    assert bench.parse_args([]).seq_lens == [128, 256, 512, 1024, 2048, 4096]
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--head-configs", "12-64"])
+
+
+@pytest.mark.skipif(CUDA, reason="checks the CPU-only paths of the benchmark")
+def test_benchmark_refuses_cpu_and_dry_run_checks_the_harness(tmp_path):
+    script = os.path.join(REPO, "benchmarks", "attention.py")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    refused = subprocess.run([sys.executable, script], cwd=REPO, env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "no CUDA GPU found" in refused.stderr and "--dry-run" in refused.stderr
+    assets = os.path.join(REPO, "assets", "benchmarks")
+    listing = lambda: sorted(os.listdir(assets)) if os.path.isdir(assets) else []
+    assets_before = listing()
+    dry = subprocess.run([sys.executable, script, "--dry-run", "--out", str(tmp_path)], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert listing() == assets_before
+    result = json.loads((tmp_path / "benchmarks" / "attention_dry-run.json").read_text())
+    assert {"gpu", "driver", "torch", "triton"} <= set(result["environment"])
+    ours = [r for r in result["rows"] if r["provider"] == "ours"]
+    assert len(ours) == 4 and all(r["ms"] and r["error"] is None for r in ours)     # 2 paddings x 2 passes
+    for r in ours:
+        assert (r["flops_effective"] == r["flops_padded"]) == (r["padding"] == "none")
+        assert r["flops_effective"] <= r["flops_padded"]
+    assert any(r["error"] for r in result["rows"])                  # e.g. flash with a padding mask
+    assert result["summary"] and (tmp_path / "figures" / "attention_dry-run.png").stat().st_size > 0
