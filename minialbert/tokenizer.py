@@ -78,8 +78,8 @@ class Tokenizer:
                 input_sentence_size=0, shuffle_input_sentence=False, num_threads=1,
                 minloglevel=2)
         except RuntimeError as e:
-            raise ValueError(f"SentencePiece training failed: {str(e).rstrip('.')}. A smaller vocab_size or a larger "
-                             "corpus usually fixes this") from e
+            raise ValueError(f"SentencePiece training failed: {str(e).rstrip('.')}. A smaller vocab_size "
+                             "or a larger corpus usually fixes this") from e
         tok = cls(model.getvalue())
         if path is not None:
             tok.save(path)
