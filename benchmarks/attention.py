@@ -33,6 +33,8 @@ from pathlib import Path
 
 import torch
 
+from minialbert.download import atomic_write
+
 REPO = Path(__file__).resolve().parent.parent
 H200_PEAK_TFLOPS = 989.0          # NVIDIA's H200 datasheet: dense bf16/fp16 tensor-core peak (not measured)
 BACKWARD_FACTOR = 2.5             # convention: backward = 2.5x forward FLOPs
@@ -261,11 +263,13 @@ def print_summary(summary: list[dict], peak: float) -> None:
     print(f"goals met in {met} of {len(summary)} cases")
 
 
-def plot(rows: list[dict], env: dict, path: Path) -> dict:
-    """Effective TFLOP/s vs N, a panel per (padding, pass), first dtype only; returns the plotted numbers."""
+def plot(rows: list[dict], env: dict, name: str, directory: Path) -> Path:
+    """Effective TFLOP/s vs N, a panel per (padding, pass), first dtype only; saved with its numbers."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from minialbert.plots import save_figure
 
     dtype = rows[0]["dtype"]
     paddings = sorted({r["padding"] for r in rows}, key=["none", "padded"].index)
@@ -302,18 +306,9 @@ def plot(rows: list[dict], env: dict, path: Path) -> dict:
     fig.suptitle(f"Fused attention, {dtype}, {env['gpu']} (measured {env['measured_at_utc']} UTC)",
                  fontsize=10)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=130)
+    path = save_figure(fig, name, {"dtype": dtype, "environment": env, "series": series}, directory)
     plt.close(fig)
-    os.replace(tmp, path)
-    return {"dtype": dtype, "environment": env, "series": series}
-
-
-def write_json(obj: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as f:
-        json.dump(obj, f, indent=1)
-    os.replace(f.name, path)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -344,11 +339,10 @@ def main(argv: list[str] | None = None) -> int:
               "flop_convention": "forward 4*B*heads*N^2*d, backward 2.5x forward; effective: real lengths",
               "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
               "rows": rows, "summary": summary}
-    write_json(result, out / "benchmarks" / f"attention_{slug}.json")
-    figure = out / "figures" / f"attention_{slug}.png"
-    figure.parent.mkdir(parents=True, exist_ok=True)
-    write_json(plot(rows, env, figure), figure.with_suffix(".json"))
-    print(f"wrote {out / 'benchmarks' / f'attention_{slug}.json'} and {figure}")
+    record = out / "benchmarks" / f"attention_{slug}.json"
+    atomic_write(record, (json.dumps(result, indent=1) + "\n").encode())
+    figure = plot(rows, env, f"attention_{slug}", out / "figures")
+    print(f"wrote {record} and {figure}")
     return 0
 
 
