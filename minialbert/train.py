@@ -392,6 +392,7 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
         for cb in callbacks:
             cb(record)
 
+    seconds_before = next((r["seconds"] for r in reversed(history) if "seconds" in r), 0.0)
     bar = tqdm(total=args.steps, initial=step, disable=not (progress and main_process), desc="pretrain")
     batches = iter(loader)
     model.train()
@@ -400,7 +401,8 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
             micro = [{k: v.to(device) for k, v in next(batches).items()} for _ in range(args.grad_accum)]
             train_record = _train_step(ddp or model, model, micro, optimizer, scheduler, args, world)
             step += 1
-            emit({"step": step, "split": "train", **train_record})
+            emit({"step": step, "split": "train", **train_record,
+                  "seconds": round(seconds_before + time.perf_counter() - t0, 3)})  # wall time of the run
             bar.update(1)
             bar.set_postfix(loss=f"{train_record['loss']:.3f}")
             if valid_loader is not None and (step == args.steps
@@ -498,6 +500,22 @@ def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, 
                          f"scheduler/RNG state ({type(e).__name__}: {e})") from None
     model.to(device)
     return int(state["step"]), list(state.get("metrics", []))
+
+
+def unigram_baseline(train_data, valid_data) -> dict:
+    """The best context-free MLM guesser, fitted on train and scored on valid predicted tokens.
+
+    accuracy: always predict the most frequent train target; mlm_loss: cross-entropy of the train
+    unigram distribution (add-one smoothed). A model "stuck near 7" has learned no more than this.
+    """
+    train_targets = torch.cat([ex["mlm_labels"][ex["mlm_labels"] != IGNORE_INDEX] for ex in train_data])
+    valid_targets = torch.cat([ex["mlm_labels"][ex["mlm_labels"] != IGNORE_INDEX] for ex in valid_data])
+    size = int(max(train_targets.max(), valid_targets.max())) + 1
+    counts = torch.bincount(train_targets, minlength=size).double() + 1.0
+    log_probs = (counts / counts.sum()).log()
+    top = int(counts.argmax())
+    return {"token": top, "accuracy": (valid_targets == top).double().mean().item(),
+            "mlm_loss": -log_probs[valid_targets].mean().item(), "train_targets": train_targets.numel()}
 
 
 # ---------------------------------------------------------------------------- cached course models
