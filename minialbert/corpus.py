@@ -29,7 +29,7 @@ __all__ = ["Document", "cache_dir", "corpus_stats", "documents", "pydocs_documen
            "wikitext_documents", "SPLITS"]
 
 SPLITS = ("train", "valid", "test")
-PYDOCS_FORMAT = 2                       # bump when the parsing rules change: invalidates caches
+PYDOCS_FORMAT = 3                       # bump when the parsing rules change: invalidates caches
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ _ABBREVIATIONS = {"e.g", "i.e", "cf", "vs", "mr", "mrs", "ms", "dr", "st", "no",
                   "al", "ca", "viz", "jr", "sr", "prof", "ed", "vol", "ch", "sec", "p", "pp"}
 # a candidate boundary: end punctuation, optional closing quotes/brackets, whitespace, and a
 # sentence-like start (capital, digit, quote or bracket)
+_INITIALS = re.compile(r"^([A-Z]|([A-Za-z]\.)+[A-Za-z])$")    # "J. Smith", "U.S. Army", "e.g. X"
 _BOUNDARY = re.compile(r"""[.!?]["')\]]*\s+(?=["'(\[]?[A-Z0-9])""")
 
 
@@ -55,16 +56,15 @@ def split_sentences(text: str) -> list[str]:
     """Split prose into sentences with a few rules that suit technical English.
 
     A sentence ends at '.', '!' or '?' followed by whitespace and a capital, digit or quote.
-    Periods inside tokens (os.path.join, 3.11, e.g.) never split, nor do abbreviations such as
-    "e.g." or "i.e." or single-letter initials.
+    Periods inside tokens (os.path.join, 3.11) never split, nor do abbreviations such as "e.g.",
+    "i.e." or "U.S." and single-letter initials.
     """
     text = " ".join(text.split())
     sentences, start = [], 0
     for m in _BOUNDARY.finditer(text):
         before = text[start:m.start() + 1]
         last_word = before.rsplit(None, 1)[-1].rstrip(".!?\"')]").lstrip("\"'([")
-        if text[m.start()] == "." and (last_word.lower() in _ABBREVIATIONS
-                                       or (len(last_word) == 1 and last_word.isupper())):
+        if text[m.start()] == "." and (last_word.lower() in _ABBREVIATIONS or _INITIALS.match(last_word)):
             continue
         sentences.append(text[start:m.end()].strip())
         start = m.end()

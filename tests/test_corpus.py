@@ -88,6 +88,7 @@ def test_corpus_stats():
     ("Sets, lists, etc. are containers. Yes.", ["Sets, lists, etc. are containers.", "Yes."]),
     ("New in version 3.11. Changed in 3.12.1 too.", ["New in version 3.11.", "Changed in 3.12.1 too."]),
     ("Ask J. Smith about it. Done?  Yes.", ["Ask J. Smith about it.", "Done?", "Yes."]),
+    ("The U.S. Army left. Then A. B. Cole came.", ["The U.S. Army left.", "Then A. B. Cole came."]),
     ('He said "Stop." Then left.', ['He said "Stop."', "Then left."]),
     ("Returns x.\n  Raises\nValueError otherwise.", ["Returns x.", "Raises ValueError otherwise."]),
     ("no final punctuation", ["no final punctuation"]),
