@@ -144,7 +144,7 @@ _COURSE_ALBERT = dict(vocab_size=4000, embedding_size=128, hidden_size=256, num_
                       intermediate_size=1024, max_position_embeddings=128)
 _CI_ALBERT = dict(vocab_size=1000, embedding_size=32, hidden_size=64, num_layers=4, num_heads=2,
                   intermediate_size=128, max_position_embeddings=64)
-_GPU_ALBERT = dict(vocab_size=16000, embedding_size=128, hidden_size=768, num_layers=12, num_heads=12,
+_GPU_ALBERT = dict(vocab_size=6000, embedding_size=128, hidden_size=768, num_layers=12, num_heads=12,
                    intermediate_size=3072, max_position_embeddings=256)
 
 PRESETS: dict[str, dict] = {

@@ -35,7 +35,7 @@ SCALES = {
     "course": Scale("course", "course-albert", "course-bert", vocab_size=4000, max_documents=None,
                     max_seq_len=128, batch_size=32, pretrain_steps=1500, learning_rate=2e-3,
                     warmup_steps=150, eval_every=250, dupe_factor=10),
-    "gpu": Scale("gpu", "gpu-albert", "gpu-bert", vocab_size=16000, max_documents=None, max_seq_len=256,
+    "gpu": Scale("gpu", "gpu-albert", "gpu-bert", vocab_size=6000, max_documents=None, max_seq_len=256,
                  batch_size=128, pretrain_steps=20000, learning_rate=1.76e-3, warmup_steps=1000,
                  eval_every=1000, dupe_factor=10),
 }
