@@ -127,6 +127,7 @@ def _bad_calls():
         "block 24": ((x, x, x), dict(block_m=24, block_n=16), "powers of two"),
         "one block": ((x, x, x), dict(block_m=16), "both block_m and block_n"),
         "sm_scale": ((x, x, x), dict(sm_scale=-1.0), "sm_scale"),
+        "grid limit": ((torch.empty(65536, 1, 4, 16, device=DEVICE),) * 3, ok, "grid limit"),
     }
     if INTERPRET:
         calls["bf16 in interpreter"] = ((x.bfloat16(),) * 3, ok, "bfloat16 needs a CUDA GPU")

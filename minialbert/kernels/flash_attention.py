@@ -22,11 +22,13 @@ import math
 import torch
 import triton
 import triton.language as tl
+from torch.autograd.function import once_differentiable
 from triton import knobs
 
 INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
 INTERPRET_BLOCK = 32                    # tile size in the interpreter (no autotuning there)
 HEAD_DIMS = (16, 32, 64, 128)
+MAX_PROGRAMS = 65535                    # CUDA's limit on the grid's second axis (batch x heads)
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
 
 
@@ -255,6 +257,7 @@ class FusedAttention(torch.autograd.Function):
         return o
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, do):
         q, k, v, o, lse, lengths = ctx.saved_tensors
         B, h, N, d = q.shape
@@ -291,6 +294,9 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     B, h, N, d = q.shape
     if min(B, h, N) == 0:
         raise ValueError(f"q has an empty dimension: shape {tuple(q.shape)}")
+    if B * h > MAX_PROGRAMS:
+        raise ValueError(f"batch x heads = {B * h} exceeds {MAX_PROGRAMS} (CUDA's grid limit); "
+                         "split the batch into smaller ones")
     if d not in HEAD_DIMS:
         raise ValueError(f"head_dim {d} is not supported; use one of {HEAD_DIMS}")
     if not (q.dtype == k.dtype == v.dtype) or q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
