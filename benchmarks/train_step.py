@@ -71,7 +71,11 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=torch.get_num_threads())
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per model")
     p.add_argument("--rounds", type=int, default=6, help="timed rounds; each round runs one step of each")
+    p.add_argument("--full", action="store_true",
+                   help="time the full trainer step on the course data instead (see full_step_benchmark)")
     args = p.parse_args()
+    if args.full:
+        return full_step_benchmark(args)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -106,6 +110,99 @@ def main() -> None:
         print(f"{name:>13}: median step {med * 1e3:8.1f} ms  ->  {rate[name]:9.0f} tokens/s  "
               f"(min {min(ts) * 1e3:.1f} ms, max {max(ts) * 1e3:.1f} ms over {len(ts)} steps)")
     print(f"ratio minialbert / transformers: {rate['minialbert'] / rate['transformers']:.2f}x")
+
+
+# ---------------------------------------------------------------------------------------------
+# --full: the whole trainer step (DataLoader + forward + backward + clip + LAMB + schedule), real data
+
+def train_flops(cfg: ma.AlbertConfig, batch: dict) -> float:
+    """Forward + backward FLOPs of one batch (matmuls only, 3x the forward's 2 x MACs)."""
+    B, N = batch["input_ids"].shape
+    H, E, F_, L = cfg.hidden_size, cfg.embedding_size, cfg.intermediate_size, cfg.num_layers
+    M = int((batch["mlm_labels"] != -100).sum())                  # predicted positions (the TF trick)
+    per_token = E * H + L * (4 * H * H + 2 * H * F_ + 2 * N * H)   # projection, layers, attention
+    macs = B * N * per_token + M * (H * E + E * cfg.vocab_size) + B * (H * H + 2 * H)
+    return 3 * 2 * macs
+
+
+def matmul_flops_per_s(n: int = 2048, repeats: int = 10) -> float:
+    """The machine's fp32 matmul throughput at the current thread count: the roofline we compare to."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * n ** 3 * repeats / (time.perf_counter() - t0)
+
+
+def hf_train_step(model, batch, optimizer, scheduler, clip_norm: float) -> None:
+    """The same step for transformers.AlbertForPreTraining: full-size labels, its own loss."""
+    loss = model(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
+                 attention_mask=batch["attention_mask"], labels=batch["mlm_labels"],
+                 sentence_order_label=batch["sentence_labels"]).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def full_step_benchmark(args: argparse.Namespace) -> None:
+    from minialbert.optim import make_optimizer, warmup_linear_decay
+    from minialbert.pretraining_data import collate, course_pretraining_data
+    from minialbert.train import StepBatches, TrainArgs, train_step
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    cfg = ma.AlbertConfig.preset(args.preset)
+    data = course_pretraining_data("sop", "train")
+    steps = args.warmup + args.rounds
+    targs = TrainArgs(objective="sop", steps=steps, batch_size=args.batch_size, warmup=1, eval_every=0,
+                      checkpoint_every=0)
+    loaders = {}
+    for name in ("minialbert", "transformers"):                   # each reads the same batches in order
+        sampler = StepBatches(len(data), targs)
+        loaders[name] = iter(torch.utils.data.DataLoader(data, batch_sampler=sampler, collate_fn=collate))
+    ours = ma.AlbertForPretraining(cfg, "sop").train()
+    theirs = hf_model(cfg).train()
+    models = {"minialbert": ours, "transformers": theirs}
+    opts = {name: make_optimizer("lamb", m, targs.lr) for name, m in models.items()}
+    scheds = {name: warmup_linear_decay(o, targs.warmup, steps) for name, o in opts.items()}
+
+    times = {name: [] for name in opts}
+    data_times, tokens, flops = [], [], []
+    for r in range(steps):
+        order = ["minialbert", "transformers"] if r % 2 == 0 else ["transformers", "minialbert"]
+        for name in order:
+            t0 = time.perf_counter()
+            batch = next(loaders[name])                              # DataLoader: sampling + collate
+            t_data = time.perf_counter() - t0
+            if name == "minialbert":
+                train_step(ours, ours, [batch], opts[name], scheds[name], targs)
+            else:
+                hf_train_step(theirs, batch, opts[name], scheds[name], targs.clip_norm)
+            if r >= args.warmup:
+                times[name].append(time.perf_counter() - t0)
+                if name == "minialbert":
+                    data_times.append(t_data)
+                    tokens.append(batch["input_ids"].numel())
+                    flops.append(train_flops(cfg, batch))
+    peak = matmul_flops_per_s()
+    import transformers
+
+    print(f"--full: preset {args.preset}, course SOP data, batch {args.batch_size} (padded to the longest), "
+          f"{args.threads} threads, {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+          f"transformers {transformers.__version__}; both use LAMB + clip 1.0 + warmup/decay schedule")
+    rate = {name: sum(tokens) / sum(ts) for name, ts in times.items()}
+    for name, ts in times.items():
+        print(f"{name:>13}: mean step {statistics.mean(ts) * 1e3:8.1f} ms -> {rate[name]:8.0f} tokens/s "
+              f"(median {statistics.median(ts) * 1e3:.1f} ms over {len(ts)} steps)")
+    print(f"ratio minialbert / transformers: {rate['minialbert'] / rate['transformers']:.2f}x")
+    achieved = sum(flops) / sum(times["minialbert"])
+    print(f"minialbert achieved {achieved / 1e9:.1f} GFLOP/s = {achieved / peak:.0%} of the measured fp32 "
+          f"matmul throughput ({peak / 1e9:.1f} GFLOP/s, 2048^3)")
+    print(f"DataLoader share of the minialbert step: {sum(data_times) / sum(times['minialbert']):.2%} "
+          f"({statistics.mean(data_times) * 1e3:.2f} ms per batch)")
 
 
 if __name__ == "__main__":

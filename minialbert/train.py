@@ -399,7 +399,7 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
     try:
         while step < args.steps:
             micro = [{k: v.to(device) for k, v in next(batches).items()} for _ in range(args.grad_accum)]
-            train_record = _train_step(ddp or model, model, micro, optimizer, scheduler, args, world)
+            train_record = train_step(ddp or model, model, micro, optimizer, scheduler, args, world)
             step += 1
             emit({"step": step, "split": "train", **train_record,
                   "seconds": round(seconds_before + time.perf_counter() - t0, 3)})  # wall time of the run
@@ -429,9 +429,10 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
     return PretrainResult(model, history, out_dir, time.perf_counter() - t0)
 
 
-def _train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,
-                args: TrainArgs, world: int) -> dict:
-    """One optimizer step over this process's micro-batches; returns the global batch's metrics."""
+def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,
+               args: TrainArgs, world: int = 1) -> dict:
+    """One optimizer step over this process's micro-batches (forward, backward, clip, optimizer,
+    schedule); net is the model or its DDP wrapper. Returns the global batch's metrics."""
     if (top := max(int(b["input_ids"].max()) for b in micro)) >= model.config.vocab_size:
         raise ValueError(f"token id {top} >= the model's vocab_size {model.config.vocab_size}: the data was "
                          f"tokenized with a bigger vocabulary; set vocab_size to the tokenizer's size")
