@@ -26,7 +26,7 @@ from torch.autograd.function import once_differentiable
 from triton import knobs
 
 INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
-INTERPRET_BLOCK = 32                    # tile size in the interpreter (no autotuning there)
+FIXED_BLOCK = 32                        # tiles where nothing is autotuned: interpreter, and float32
 HEAD_DIMS = (16, 32, 64, 128)
 MAX_PROGRAMS = 65535                    # CUDA's limit on the grid's second axis (batch x heads)
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
@@ -281,7 +281,7 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
     key_lengths: (B,) integers in [0, N] (None = no padding); rows past the length come out as zeros.
     sm_scale defaults to 1/sqrt(d). block_m/block_n fix the query/key tile sizes (powers of two >= 16);
-    by default they are autotuned on a GPU and 32 in Triton's interpreter. check_lengths reads the
+    by default they are autotuned on a GPU for float16/bfloat16, else 32. check_lengths reads the
     lengths back to validate them (a host sync on GPU); pass False when they are known to be valid.
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -319,8 +319,8 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if (block_m is None) != (block_n is None):
         raise ValueError("give both block_m and block_n, or neither")
     blocks = (block_m, block_n) if block_m is not None else None
-    if blocks is None and INTERPRET:
-        blocks = (INTERPRET_BLOCK, INTERPRET_BLOCK)
+    if blocks is None and (INTERPRET or q.dtype == torch.float32):     # float32 checks, it is not fast
+        blocks = (FIXED_BLOCK, FIXED_BLOCK)
     if blocks is not None and any(b < 16 or b & (b - 1) for b in blocks):
         raise ValueError(f"block_m and block_n must be powers of two >= 16, got {blocks}")
     if sm_scale is None:
