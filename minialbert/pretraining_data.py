@@ -144,7 +144,8 @@ def ngram_mask(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random
     n_masked = 0
     while n_masked < budget:
         start = None
-        for n in range(_sample_ngram(rng, probs), 0, -1):   # no place for n words: try n - 1
+        drawn = rng.choices(range(1, max_ngram + 1), weights=probs)[0]
+        for n in range(drawn, 0, -1):                       # no place for n words: try n - 1
             start = random_start(n, budget - n_masked)
             if start is not None:
                 break
@@ -163,16 +164,6 @@ def ngram_mask(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random
         n_masked += len(positions)
         spans.append(MaskedSpan(n, positions))
     return MaskedSequence(output, labels, spans)
-
-
-def _sample_ngram(rng: random.Random, probs: Sequence[float]) -> int:
-    """Draw n in 1..len(probs) with probability probs[n - 1]."""
-    r = rng.random()
-    for n, p in enumerate(probs, start=1):
-        r -= p
-        if r < 0:
-            return n
-    return len(probs)
 
 
 # ---------------------------------------------------------------------------------------------
