@@ -526,7 +526,8 @@ def pretrained_course_model(objective: str = "sop", scale: Scale | str | None = 
     """The course's pretrained model for a scale, built (or finished) and cached if missing.
 
     Stored in cache_dir()/checkpoints/<scale>-<arch>-<objective>; arch is "albert" or "bert"
-    (the BERT twin of the scale's ALBERT preset). Returned in eval mode.
+    (the BERT twin of the scale's ALBERT preset). A cached run made with other settings (the
+    scale's values or the preset changed since) is discarded and trained again. Returned in eval mode.
     """
     from .corpus import cache_dir
     from .pretraining_data import course_pretraining_data
@@ -535,11 +536,22 @@ def pretrained_course_model(objective: str = "sop", scale: Scale | str | None = 
     if arch not in ("albert", "bert"):
         raise ValueError(f"unknown arch {arch!r}; choose 'albert' or 'bert'")
     run_dir = cache_dir() / "checkpoints" / f"{scale.name}-{arch}-{objective}"
-    args = TrainArgs.from_scale(scale, objective=objective)
-    ckpt = find_checkpoint(run_dir)
-    if ckpt is not None and _read_json(ckpt / "trainer_state.json").get("step") == args.steps:
-        return load_pretrained(ckpt)
     cfg = AlbertConfig.preset(scale.albert_preset if arch == "albert" else scale.bert_preset)
+    args = TrainArgs.from_scale(scale, objective=objective)
+    try:
+        ckpt = find_checkpoint(run_dir)
+        saved_cfg = _check_config(ckpt, None) if ckpt is not None else None
+        state = _read_json(ckpt / "trainer_state.json") if ckpt is not None else {}
+    except (ValueError, FileNotFoundError):
+        ckpt, saved_cfg, state = run_dir, None, {}       # damaged: discarded below
+    if ckpt is not None:
+        same = saved_cfg == cfg and all(state.get("args", {}).get(k) == getattr(args, k)
+                                        for k in RESUME_MUST_MATCH)
+        if same and state.get("step") == args.steps:
+            return load_pretrained(ckpt)
+        if not same:                                   # stale or damaged: start over
+            shutil.rmtree(run_dir)
+            ckpt = None
     train = course_pretraining_data(objective, split="train", scale=scale)
     valid = course_pretraining_data(objective, split="valid", scale=scale)
     result = pretrain(cfg, args, train, valid, out_dir=run_dir, resume=ckpt is not None,

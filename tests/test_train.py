@@ -235,3 +235,24 @@ def test_unigram_baseline_predicts_the_most_frequent_target():
     probs = torch.tensor([1, 1, 1, 1, 1, 1, 1, 2, 2, 4], dtype=torch.float64) / 15  # add-one smoothed
     expected = -(probs[[9, 8, 7, 9]].log().mean())
     assert base["mlm_loss"] == pytest.approx(float(expected))
+
+
+def test_pretrained_course_model_is_cached_and_rebuilt_when_settings_change(tmp_path, monkeypatch):
+    import dataclasses
+
+    from minialbert.scale import SCALES
+    from minialbert.train import pretrained_course_model
+
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    scale = dataclasses.replace(SCALES["ci"], pretrain_steps=3, warmup_steps=1, eval_every=2)
+    first = pretrained_course_model("sop", scale, progress=False)
+    run_dir = tmp_path / "checkpoints" / "ci-albert-sop"
+    assert [r["step"] for r in read_metrics(run_dir) if r["split"] == "valid"] == [2, 3]
+    again = pretrained_course_model("sop", scale, progress=False)       # loaded, not trained
+    assert not again.training and read_metrics(run_dir)[-1]["step"] == 3
+    for k, v in first.state_dict().items():
+        assert torch.equal(again.state_dict()[k], v)
+    longer = dataclasses.replace(scale, pretrain_steps=4)                 # settings changed: retrain
+    pretrained_course_model("sop", longer, progress=False)
+    assert find_checkpoint(run_dir).name == "step-000004"
+    assert [r["step"] for r in read_metrics(run_dir) if r["split"] == "train"] == [1, 2, 3, 4]
