@@ -84,7 +84,7 @@ def test_matches_float64_reference(case):
 def test_custom_scale_zero_length_and_default_tiles():
     q, k, v, do = make_inputs(3, 2, 40, 32, torch.float32, seed=1)
     lengths = torch.tensor([0, 40, 17], device=DEVICE)        # int64 is accepted; 0 = an empty sequence
-    check_against_reference(q, k, v, do, lengths, (None, None) if not CUDA else (32, 32), sm_scale=0.3)
+    check_against_reference(q, k, v, do, lengths, (None, None), sm_scale=0.3)   # float32: fixed tiles
 
 
 @pytest.mark.filterwarnings("ignore:.*(invalid value|All-NaN):RuntimeWarning")    # numpy sees the NaN
@@ -217,8 +217,10 @@ def test_kernels_compile_for_hopper_without_a_gpu():
         for kernel, bm, bn in tiles:
             consts = dict(HEAD_DIM=64, BLOCK_M=bm, BLOCK_N=bn, PRECISION="tf32")
             signature = {a: {**f16, **f32}.get(a, "constexpr") for a in kernel.arg_names}
-            triton.compile(ASTSource(kernel, signature, constexprs=consts), target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": 4, "num_stages": 3})
+            aligned = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(kernel.arg_names)
+                       if signature[a].startswith("*") or a == "N_CTX"}        # as the JIT sees real tensors
+            source = ASTSource(kernel, signature, constexprs=consts, attrs=aligned)
+            triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, num_stages=3))
             print("compiled", kernel.__name__)
     """)
     assert result.returncode == 0, result.stderr[-3000:]
