@@ -36,7 +36,7 @@ MAX_NGRAM = 3                           # spans of 1..3 whole words
 SHORT_SEQ_PROB = 0.1                    # how often an example aims at a random shorter length
 IGNORE_INDEX = -100                     # mlm_labels value where nothing is predicted
 COURSE_SEED = 12345                     # the official script's default random_seed
-FORMAT_VERSION = 1                      # bump when the recipe changes: old caches stop matching
+FORMAT_VERSION = 2                      # bump when the recipe changes: old caches stop matching
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,11 +59,13 @@ class MaskingVocab:
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Tokenizer) -> MaskingVocab:
+        """Word starts and special ids of a SentencePiece tokenizer."""
         return cls.from_ids(tokenizer.word_start_mask().tolist(), tokenizer.special_ids)
 
     @classmethod
     def from_ids(cls, is_word_start: Sequence[bool], special_ids: Collection[int],
                  mask_id: int = MASK_ID) -> MaskingVocab:
+        """From a per-id word-start flag and the special ids (tests use synthetic vocabularies)."""
         special = set(special_ids)
         is_special = [i in special for i in range(len(is_word_start))]
         random_ids = [i for i, s in enumerate(is_special) if not s]
@@ -73,11 +75,15 @@ class MaskingVocab:
 
 
 class MaskedSpan(NamedTuple):
+    """One masked n-gram."""
+
     words: int                  # n: how many whole words the span covers
     positions: tuple[int, ...]  # the token positions it masks
 
 
 class MaskedSequence(NamedTuple):
+    """A sequence after masking, its labels, and the spans that were chosen."""
+
     input_ids: list[int]        # what the model sees: [MASK], a random token or the original
     mlm_labels: list[int]       # the original id where a prediction is asked, else IGNORE_INDEX
     spans: list[MaskedSpan]     # the chosen n-grams, in the order they were chosen
@@ -170,6 +176,8 @@ def ngram_mask(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random
 # Segments: documents (lists of token-id sentences) -> A/B pairs with a sentence label
 
 class Segments(NamedTuple):
+    """The text of one example before specials and masking are added."""
+
     a: list[int]                # first segment (token ids, no specials)
     b: list[int] | None         # second segment; None for single-segment (MLM-only) examples
     label: int | None           # SOP: 1 = swapped; NSP: 1 = B is from another document; mlm: None
