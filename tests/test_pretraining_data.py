@@ -11,11 +11,13 @@ from hypothesis import strategies as st
 from minialbert import AlbertConfig, AlbertForPretraining
 from minialbert.corpus import Document
 from minialbert.pretraining_data import (
+    COURSE_SEED,
     IGNORE_INDEX,
     MaskingVocab,
     PretrainingDataset,
     build_examples,
     collate,
+    course_pretraining_data,
     examples_from_token_documents,
     make_dataloader,
     ngram_mask,
@@ -23,6 +25,7 @@ from minialbert.pretraining_data import (
     unmasked_ids,
     whole_words,
 )
+from minialbert.scale import current_scale
 from minialbert.tokenizer import CLS_ID, MASK_ID, PAD_ID, SEP_ID, Tokenizer
 
 SPECIALS = set(range(5))
@@ -321,3 +324,19 @@ def test_a_corrupt_cache_is_reported_and_rebuilt(tiny_tokenizer, documents, monk
         rebuilt = build_examples(documents, tok, "sop", 48, seed=0)
     _assert_same(fresh, rebuilt)
     _assert_same(fresh, PretrainingDataset.load(path))           # the good file is back
+
+
+def test_course_pretraining_data_wires_scale_corpus_and_tokenizer(tiny_tokenizer, documents, monkeypatch,
+                                                                   tmp_path):
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    calls = []
+    monkeypatch.setattr("minialbert.pretraining_data.pydocs_documents",
+                        lambda split, max_documents: calls.append((split, max_documents)) or documents)
+    monkeypatch.setattr("minialbert.pretraining_data.course_tokenizer", lambda scale: tiny_tokenizer[0])
+    ds = course_pretraining_data("nsp", "valid", "ci")
+    ci = current_scale("ci")
+    assert calls == [("valid", ci.max_documents)]
+    assert ds.objective == "nsp" and ds.max_seq_len == ci.max_seq_len
+    fresh = build_examples(documents, tiny_tokenizer[0], "nsp", ci.max_seq_len, COURSE_SEED,
+                           dupe_factor=ci.dupe_factor, cache=False)
+    _assert_same(fresh, ds)
