@@ -1,9 +1,10 @@
 """Regenerate the course figures: re-run, top to bottom, the lessons that draw them.
 
-Each figure is drawn by exactly one lesson, which saves assets/figures/NAME.png and the numbers
-behind it in NAME.json. Re-running that lesson in a fresh kernel at a scale is the one way the
-figures are made, so `python -m minialbert figures` and the committed notebooks cannot disagree.
-The notebooks themselves are not modified.
+Each figure is drawn by exactly one lesson, which saves NAME.png and the numbers behind it in
+NAME.json under plots.figure_dir(scale): assets/figures at course scale, assets/figures/<scale>
+otherwise. Re-running that lesson in a fresh kernel at a scale is the one way the figures are
+made, so `python -m minialbert figures` and the committed notebooks cannot disagree. The
+notebooks themselves are not modified.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import os
 import time
 from pathlib import Path
 
+from .plots import ROOT, figure_dir
 from .scale import ENV_VAR, Scale
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # lesson -> the figures it writes under assets/figures (without extension)
 FIGURE_LESSONS = {
@@ -59,7 +59,7 @@ def _run_lesson(path: Path, scale: Scale, timeout: int) -> list[Path]:
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     print(f"[{scale.name}] {lesson} done in {time.perf_counter() - start:.0f} s", flush=True)
-    written = [ROOT / "assets" / "figures" / f"{name}{ext}" for name in FIGURE_LESSONS.get(lesson, [])
+    written = [figure_dir(scale) / f"{name}{ext}" for name in FIGURE_LESSONS.get(lesson, [])
                for ext in (".png", ".json")]
     missing = [p for p in written if not p.exists()]
     if missing:

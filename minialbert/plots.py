@@ -8,6 +8,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from .scale import Scale, current_scale
+
 
 def plot_history(records: list[dict], axes=None, smooth: int = 20):
     """Two panels from pretrain() metrics: losses (train smoothed, held-out) and held-out accuracy."""
@@ -74,9 +76,21 @@ class LiveCurves:
             self._handle.update(self.fig)
 
 
-def save_figure(fig, name: str, numbers: dict, directory: str | Path = "assets/figures") -> Path:
-    """Save fig as NAME.png and the numbers behind it as NAME.json, each written atomically."""
-    directory = Path(directory)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def figure_dir(scale: Scale | None = None) -> Path:
+    """Where lessons save figures: assets/figures at course scale (the committed ones),
+    assets/figures/<scale> otherwise, so a ci or gpu run never overwrites the course figures."""
+    scale = current_scale(scale)
+    figures = ROOT / "assets" / "figures"
+    return figures if scale.name == "course" else figures / scale.name
+
+
+def save_figure(fig, name: str, numbers: dict, directory: str | Path | None = None) -> Path:
+    """Save fig as NAME.png and the numbers behind it as NAME.json (in figure_dir() by default),
+    each written atomically."""
+    directory = Path(directory) if directory is not None else figure_dir()
     directory.mkdir(parents=True, exist_ok=True)
     png, js = directory / f"{name}.png", directory / f"{name}.json"
     tmp_png, tmp_js = png.with_name(f".{png.name}.tmp"), js.with_name(f".{js.name}.tmp")

@@ -484,7 +484,7 @@ def _cache_key(documents: Sequence[Document], tokenizer: Tokenizer, objective: s
 def course_pretraining_data(objective: str, split: str = "train",
                             scale: Scale | str | None = None) -> PretrainingDataset:
     """The course's pretraining set for one objective and split, built once and then read from cache."""
-    scale = scale if isinstance(scale, Scale) else current_scale(scale)
+    scale = current_scale(scale)
     documents = pydocs_documents(split, scale.max_documents)
     return build_examples(documents, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
                           dupe_factor=scale.dupe_factor)

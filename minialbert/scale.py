@@ -41,8 +41,10 @@ SCALES = {
 }
 
 
-def current_scale(name: str | None = None) -> Scale:
-    """The Scale named by `name`, else by $MINIALBERT_SCALE, else 'course'."""
+def current_scale(name: str | Scale | None = None) -> Scale:
+    """The Scale named by `name` (a Scale is returned as it is), else by $MINIALBERT_SCALE, else 'course'."""
+    if isinstance(name, Scale):
+        return name
     name = name or os.environ.get(ENV_VAR, "course")
     if name not in SCALES:
         raise ValueError(f"unknown scale {name!r} (from {ENV_VAR} or argument); choose one of "

@@ -183,7 +183,7 @@ def course_tokenizer(scale=None) -> Tokenizer:
     from .corpus import pydocs_documents
     from .scale import current_scale
 
-    scale = scale or current_scale()
+    scale = current_scale(scale)
     docs = pydocs_documents("train", max_documents=scale.max_documents)
     sentences = [s for d in docs for s in d.sentences]
     key = hashlib.sha256()

@@ -76,7 +76,7 @@ class TrainArgs:
     @classmethod
     def from_scale(cls, scale: Scale | None = None, **changes) -> TrainArgs:
         """Defaults for a scale (batch size, steps, lr, warmup, eval cadence), with some changed."""
-        s = scale or current_scale()
+        s = current_scale(scale)
         base = dict(steps=s.pretrain_steps, batch_size=s.batch_size, lr=s.learning_rate,
                     warmup=s.warmup_steps, eval_every=s.eval_every, checkpoint_every=s.eval_every)
         return cls(**{**base, **changes})

@@ -3,6 +3,7 @@
 import pytest
 
 from minialbert.figures import FIGURE_LESSONS, ROOT, make_figures
+from minialbert.plots import figure_dir
 from minialbert.scale import current_scale
 
 
@@ -12,9 +13,10 @@ def test_every_figure_lesson_exists():
 
 
 def test_make_figures_rewrites_the_files():
-    lesson = "02_factorized_embeddings.ipynb"       # its figure does not depend on the scale
-    files = [ROOT / "assets" / "figures" / f"{name}{ext}" for name in FIGURE_LESSONS[lesson]
+    lesson = "02_factorized_embeddings.ipynb"
+    files = [figure_dir(current_scale("ci")) / f"{name}{ext}" for name in FIGURE_LESSONS[lesson]
              for ext in (".png", ".json")]
+    assert files[0].parent == ROOT / "assets" / "figures" / "ci"   # never the committed course figures
     before = {f: f.stat().st_mtime_ns if f.exists() else 0 for f in files}
     written = make_figures(current_scale("ci"), lessons=[lesson])
     assert written == files
