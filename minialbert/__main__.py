@@ -132,11 +132,11 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     import torch
 
     from .pretraining_data import collate, course_pretraining_data
-    from .train import evaluate, find_checkpoint, load_pretrained
+    from .train import evaluate, find_checkpoint, load_checkpoint
 
     if not args.checkpoint.exists():
         raise FileNotFoundError(f"--checkpoint {args.checkpoint} does not exist")
-    model = load_pretrained(args.checkpoint)
+    model = load_checkpoint(args.checkpoint)
     state = json.loads((find_checkpoint(args.checkpoint) / "trainer_state.json").read_text())
     objective = args.objective or state["args"]["objective"]
     data = course_pretraining_data(objective, args.split, current_scale(args.scale))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
-import os
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from .download import atomic_write
 from .scale import Scale, current_scale
 
 
@@ -91,11 +92,7 @@ def save_figure(fig, name: str, numbers: dict, directory: str | Path | None = No
     """Save fig as NAME.png and the numbers behind it as NAME.json (in figure_dir() by default),
     each written atomically."""
     directory = Path(directory) if directory is not None else figure_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    png, js = directory / f"{name}.png", directory / f"{name}.json"
-    tmp_png, tmp_js = png.with_name(f".{png.name}.tmp"), js.with_name(f".{js.name}.tmp")
-    fig.savefig(tmp_png, dpi=120, bbox_inches="tight", format="png")
-    tmp_js.write_text(json.dumps(numbers, indent=2) + "\n")
-    os.replace(tmp_png, png)
-    os.replace(tmp_js, js)
-    return png
+    png = io.BytesIO()
+    fig.savefig(png, dpi=120, bbox_inches="tight", format="png")
+    atomic_write(directory / f"{name}.json", (json.dumps(numbers, indent=2) + "\n").encode())
+    return atomic_write(directory / f"{name}.png", png.getvalue())

@@ -278,7 +278,7 @@ def _load_weights(model: nn.Module, path: Path) -> None:
                          f"unexpected {unexpected} (was it saved for another objective?)")
 
 
-def load_pretrained(path: str | Path, device: str | torch.device = "cpu") -> AlbertForPretraining:
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> AlbertForPretraining:
     """The model of a checkpoint (a run directory or a step directory), in eval mode."""
     ckpt = find_checkpoint(path)
     if ckpt is None:
@@ -532,7 +532,7 @@ def pretrained_course_model(objective: str = "sop", scale: Scale | str | None = 
     from .corpus import cache_dir
     from .pretraining_data import course_pretraining_data
 
-    scale = scale if isinstance(scale, Scale) else current_scale(scale)
+    scale = current_scale(scale)
     if arch not in ("albert", "bert"):
         raise ValueError(f"unknown arch {arch!r}; choose 'albert' or 'bert'")
     run_dir = cache_dir() / "checkpoints" / f"{scale.name}-{arch}-{objective}"
@@ -548,7 +548,7 @@ def pretrained_course_model(objective: str = "sop", scale: Scale | str | None = 
         same = saved_cfg == cfg and all(state.get("args", {}).get(k) == getattr(args, k)
                                         for k in RESUME_MUST_MATCH)
         if same and state.get("step") == args.steps:
-            return load_pretrained(ckpt)
+            return load_checkpoint(ckpt)
         if not same:                                   # stale or damaged: start over
             shutil.rmtree(run_dir)
             ckpt = None

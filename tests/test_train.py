@@ -13,7 +13,7 @@ from minialbert.train import (
     TrainArgs,
     evaluate,
     find_checkpoint,
-    load_pretrained,
+    load_checkpoint,
     pretrain,
     read_metrics,
     unigram_baseline,
@@ -113,7 +113,7 @@ def test_pretraining_learns_and_logs(tmp_path):
     assert seen == res.history == read_metrics(tmp_path / "run")
     assert all(r["grad_norm"] >= 0 and r["lr"] >= 0 for r in train)
     assert json.loads((tmp_path / "run" / "config.json").read_text()) == TINY.to_dict()
-    loaded = load_pretrained(tmp_path / "run")
+    loaded = load_checkpoint(tmp_path / "run")
     for k, v in res.model.state_dict().items():
         torch.testing.assert_close(loaded.state_dict()[k], v, rtol=0, atol=0)
 
