@@ -1,4 +1,4 @@
-"""The command line: python -m minialbert {pretrain,evaluate,figures} --help.
+"""The command line: python -m minialbert {pretrain,evaluate,zoo,figures} --help.
 
 Defaults come from the scale ($MINIALBERT_SCALE or --scale). Under torchrun, `pretrain` runs
 DistributedDataParallel with one process per rank; only rank 0 prints, logs and checkpoints.
@@ -63,12 +63,12 @@ def build_parser() -> Parser:
     pre.add_argument("--lr", type=float, help="peak learning rate (default: the scale's)")
     pre.add_argument("--warmup", type=int, help="linear warmup steps (default: the scale's)")
     pre.add_argument("--weight-decay", type=float, default=0.01, help="weight decay (default: 0.01)")
-    pre.add_argument("--optimizer", choices=["lamb", "adamw"], default="lamb", help="default: lamb")
+    pre.add_argument("--optimizer", choices=["lamb", "adamw"], help="default: the scale's")
     pre.add_argument("--seed", type=int, default=0, help="seed for initialisation, data order, dropout")
     pre.add_argument("--eval-every", type=int,
                      help="steps between held-out evaluations (default: the scale's)")
-    pre.add_argument("--eval-batches", type=int, default=20,
-                     help="held-out batches per evaluation (default: 20)")
+    pre.add_argument("--eval-examples", type=int,
+                     help="held-out examples per evaluation, a fixed seeded sample (default: all of them)")
     pre.add_argument("--checkpoint-every", type=int,
                      help="steps between checkpoints (default: the scale's eval interval)")
     pre.add_argument("--keep-last", type=int, default=2, help="checkpoints kept on disk (default: 2)")
@@ -76,7 +76,11 @@ def build_parser() -> Parser:
     pre.add_argument("--quiet", action="store_true", help="no progress bar")
 
     ev = sub.add_parser("evaluate", help="held-out MLM and sentence-task accuracy of a checkpoint",
-                        description="Evaluate a checkpoint on the course corpus; prints JSON.")
+                        description="Evaluate a checkpoint on the course corpus: MLM accuracy by what "
+                                    "the input showed ([MASK], random, kept) beside the unigram, "
+                                    "copy-or-unigram and neighbour-count baselines, and sentence-task "
+                                    "accuracy with the share of each predicted class, all with 95%% "
+                                    "intervals. A table goes to stderr, JSON to stdout.")
     ev.add_argument("--checkpoint", required=True, type=Path,
                     help="a run directory or one of its step-* directories")
     ev.add_argument("--scale", choices=list(SCALES), help=scale_help)
@@ -84,7 +88,18 @@ def build_parser() -> Parser:
                     help="which examples to score (default: the checkpoint's objective; mlm if it has none)")
     ev.add_argument("--split", choices=["train", "valid", "test"], default="valid", help="default: valid")
     ev.add_argument("--batch-size", type=int, default=32, help="default: 32")
-    ev.add_argument("--max-batches", type=int, help="score only this many batches (default: all)")
+    ev.add_argument("--max-examples", type=int,
+                    help="score a fixed seeded sample of this many examples (default: all)")
+    ev.add_argument("--json", action="store_true", help="only the JSON on stdout (no table, no progress bar)")
+
+    zoo = sub.add_parser("zoo", help="build the course model zoo (cached pretraining runs the lessons share)",
+                         description="Build, one after another, every zoo entry that is missing or "
+                                     "unfinished at a scale (a killed build resumes where it stopped), then "
+                                     "print each entry's held-out metrics.")
+    zoo.add_argument("--scale", choices=list(SCALES), help=scale_help)
+    zoo.add_argument("--only", action="append", metavar="NAME", help="build only this entry (repeatable)")
+    zoo.add_argument("--list", action="store_true", help="list the entries, what exists and what each costs")
+    zoo.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
 
     fig = sub.add_parser("figures", help="regenerate the course figures under assets/figures",
                          description="Regenerate the course figures (PNG + JSON) at a scale.")
@@ -107,10 +122,10 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
     if args.overrides:
         cfg = cfg.replace(**dict(args.overrides))
     given = dict(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup,
-                 eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
+                 eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, optimizer=args.optimizer)
     train_args = TrainArgs.from_scale(
         scale, objective=args.objective, grad_accum=args.grad_accum, weight_decay=args.weight_decay,
-        optimizer=args.optimizer, seed=args.seed, eval_batches=args.eval_batches, keep_last=args.keep_last,
+        seed=args.seed, eval_examples=args.eval_examples, keep_last=args.keep_last,
         **{k: v for k, v in given.items() if v is not None})
     train = course_pretraining_data(args.objective, "train", scale)
     valid = course_pretraining_data(args.objective, "valid", scale)
@@ -129,21 +144,41 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
-    import torch
-
-    from .pretraining_data import collate, course_pretraining_data
-    from .train import evaluate, find_checkpoint, load_checkpoint
+    from .evaluation import MLMBaselines, evaluate_pretraining, format_report
+    from .pretraining_data import course_pretraining_data
+    from .train import find_checkpoint, load_checkpoint
 
     if not args.checkpoint.exists():
         raise FileNotFoundError(f"--checkpoint {args.checkpoint} does not exist")
     model = load_checkpoint(args.checkpoint)
     state = json.loads((find_checkpoint(args.checkpoint) / "trainer_state.json").read_text())
     objective = args.objective or state["args"]["objective"]
-    data = course_pretraining_data(objective, args.split, current_scale(args.scale))
-    loader = torch.utils.data.DataLoader(data, batch_size=args.batch_size, collate_fn=collate)
-    result = evaluate(model, loader, args.max_batches)
+    scale = current_scale(args.scale)
+    data = course_pretraining_data(objective, args.split, scale)
+    baselines = MLMBaselines.fit(course_pretraining_data(objective, "train", scale), model.config.vocab_size)
+    result = evaluate_pretraining(model, data, baselines, max_examples=args.max_examples,
+                                  batch_size=args.batch_size, progress=not args.json)
+    if not args.json:
+        print(format_report(result), file=sys.stderr)
     print(json.dumps({"checkpoint": str(args.checkpoint), "step": state["step"], "objective": objective,
                       "split": args.split, **result}, indent=2))
+
+
+def cmd_zoo(args: argparse.Namespace) -> None:
+    from . import zoo
+
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
+    scale = current_scale(args.scale)
+    for name in args.only or ():
+        zoo.entry(name)                                  # unknown names fail before any work
+    if args.list:
+        for r in zoo.status(scale, args.only):
+            print(f"{r['name']:20s} {r['state']:8s} {r['steps_done']:>6d}/{r['steps']:<6d} "
+                  f"~{r['minutes_left']:5.1f} min left  {r['about']}")
+        return
+    print(zoo.format_summary(zoo.build(args.only, scale)))
 
 
 def cmd_figures(args: argparse.Namespace) -> None:
@@ -155,7 +190,8 @@ def cmd_figures(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    command = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "figures": cmd_figures}[args.command]
+    command = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo,
+               "figures": cmd_figures}[args.command]
     try:
         command(args)
     except (ValueError, FileNotFoundError, FileExistsError) as e:   # bad input: one line, no traceback

@@ -352,6 +352,10 @@ class PretrainingDataset(Dataset):
         """Tokens per example, specials included: (E,)."""
         return self.offsets.diff()
 
+    def checksum(self) -> str:
+        """sha256 over every tensor: what the dataset holds, whatever file it came from."""
+        return _checksum(self._tensors())
+
     def _tensors(self) -> dict[str, torch.Tensor]:
         tensors = {"input_ids": self.input_ids, "token_type_ids": self.token_type_ids,
                    "mlm_labels": self.mlm_labels, "offsets": self.offsets}

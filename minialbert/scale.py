@@ -27,11 +27,16 @@ class Scale:
     warmup_steps: int
     eval_every: int
     dupe_factor: int = 1        # pretraining-data passes over the corpus, each with new cuts and masks
+    optimizer: str = "lamb"     # lamb | adamw
+    zoo_steps: int = 0          # steps of every model-zoo entry (one budget, so entries compare)
+    zoo_evals: int = 5          # held-out evaluations per zoo run (the curves of the replication lessons)
+    step_seconds: float = 0.0   # measured seconds per step on a 2-core CPU (for time estimates only)
 
 
 SCALES = {
     "ci": Scale("ci", "ci-albert", "ci-bert", vocab_size=1000, max_documents=300, max_seq_len=64,
-                batch_size=16, pretrain_steps=30, learning_rate=2e-3, warmup_steps=5, eval_every=15),
+                batch_size=16, pretrain_steps=30, learning_rate=2e-3, warmup_steps=5, eval_every=15,
+                zoo_steps=30, step_seconds=0.02),
     "course": Scale("course", "course-albert", "course-bert", vocab_size=4000, max_documents=None,
                     max_seq_len=128, batch_size=16, pretrain_steps=550, learning_rate=5e-3,
                     warmup_steps=250, eval_every=110, dupe_factor=10),

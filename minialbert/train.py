@@ -34,6 +34,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .config import AlbertConfig
+from .evaluation import evaluate_pretraining, summary_record
 from .model import IGNORE_INDEX, AlbertForPretraining
 from .optim import make_optimizer, warmup_linear_decay
 from .scale import Scale, current_scale
@@ -58,7 +59,7 @@ class TrainArgs:
     clip_norm: float = 1.0         # global gradient-norm clip, as in the official code
     seed: int = 0
     eval_every: int = 250          # steps between evaluations on held-out data (0 = only at the end)
-    eval_batches: int | None = 20  # held-out batches per evaluation (None = all)
+    eval_examples: int | None = None  # held-out examples per evaluation: a fixed seeded sample (None = all)
     checkpoint_every: int = 250    # steps between checkpoints (0 = only at the end)
     keep_last: int = 2             # checkpoints kept on disk
 
@@ -78,7 +79,8 @@ class TrainArgs:
         """Defaults for a scale (batch size, steps, lr, warmup, eval cadence), with some changed."""
         s = current_scale(scale)
         base = dict(steps=s.pretrain_steps, batch_size=s.batch_size, lr=s.learning_rate,
-                    warmup=s.warmup_steps, eval_every=s.eval_every, checkpoint_every=s.eval_every)
+                    warmup=s.warmup_steps, eval_every=s.eval_every, checkpoint_every=s.eval_every,
+                    optimizer=s.optimizer)
         return cls(**{**base, **changes})
 
 
@@ -131,45 +133,6 @@ class StepBatches:
 def default_collate():
     from .pretraining_data import collate
     return collate
-
-
-# ---------------------------------------------------------------------------- evaluation
-@torch.no_grad()
-def evaluate(model: nn.Module, dataloader: Iterable[dict], max_batches: int | None = None) -> dict:
-    """Held-out MLM loss and accuracy (over predicted tokens) and sentence-task accuracy.
-
-    Returns {"mlm_loss", "mlm_accuracy", "sentence_accuracy" (if the model and data have one),
-    "predicted_tokens", "examples"}.
-    """
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    loss_sum = correct = tokens = sent_correct = examples = 0.0
-    has_sentence = False
-    for i, batch in enumerate(dataloader):
-        if max_batches is not None and i >= max_batches:
-            break
-        batch = {k: v.to(device) for k, v in batch.items()}
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                        mlm_labels=batch["mlm_labels"])
-        targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]           # (M,)
-        loss_sum += F.cross_entropy(out.mlm_logits.float(), targets, reduction="sum").item()
-        correct += (out.mlm_logits.argmax(-1) == targets).sum().item()
-        tokens += targets.numel()
-        if out.sentence_logits is not None and "sentence_labels" in batch:
-            has_sentence = True
-            sent_correct += (out.sentence_logits.argmax(-1) == batch["sentence_labels"]).sum().item()
-            examples += batch["sentence_labels"].numel()
-    model.train(was_training)
-    if tokens == 0:
-        raise ValueError("evaluation data has no predicted (masked) tokens; is the dataloader empty?")
-    result = {"mlm_loss": loss_sum / tokens, "mlm_accuracy": correct / tokens,
-              "predicted_tokens": int(tokens)}
-    if has_sentence:
-        result["sentence_accuracy"] = sent_correct / examples
-        result["examples"] = int(examples)
-    return result
 
 
 # ---------------------------------------------------------------------------- checkpoints
@@ -379,10 +342,6 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
     # shift dropout masks between a straight run and a resumed one.
     loader = torch.utils.data.DataLoader(train_data, batch_sampler=sampler, collate_fn=collate_fn,
                                          generator=torch.Generator())
-    valid_loader = None
-    if valid_data is not None and main_process:
-        valid_loader = torch.utils.data.DataLoader(valid_data, batch_size=sampler.micro, shuffle=False,
-                                                   collate_fn=collate_fn, generator=torch.Generator())
 
     def emit(record: dict) -> None:
         history.append(record)
@@ -405,14 +364,11 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
                   "seconds": round(seconds_before + time.perf_counter() - t0, 3)})  # wall time of the run
             bar.update(1)
             bar.set_postfix(loss=f"{train_record['loss']:.3f}")
-            if valid_loader is not None and (step == args.steps
-                                             or (args.eval_every and step % args.eval_every == 0)):
-                valid = evaluate(model, valid_loader, args.eval_batches)
-                record = {"step": step, "split": "valid", "mlm_loss": valid["mlm_loss"],
-                          "mlm_accuracy": valid["mlm_accuracy"]}
-                if "sentence_accuracy" in valid:
-                    record[f"{args.objective}_accuracy"] = valid["sentence_accuracy"]
-                emit(record)
+            if valid_data is not None and main_process and (
+                    step == args.steps or (args.eval_every and step % args.eval_every == 0)):
+                valid = evaluate_pretraining(model, valid_data, max_examples=args.eval_examples,
+                                             batch_size=2 * sampler.micro)
+                emit({"step": step, "split": "valid", **summary_record(valid)})
             if out_dir is not None and (step == args.steps
                                         or (args.checkpoint_every and step % args.checkpoint_every == 0)):
                 if main_process:
@@ -501,59 +457,3 @@ def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, 
                          f"scheduler/RNG state ({type(e).__name__}: {e})") from None
     model.to(device)
     return int(state["step"]), list(state.get("metrics", []))
-
-
-def unigram_baseline(train_data, valid_data) -> dict:
-    """The best context-free MLM guesser, fitted on train and scored on valid predicted tokens.
-
-    accuracy: always predict the most frequent train target; mlm_loss: cross-entropy of the train
-    unigram distribution (add-one smoothed). A model "stuck near 7" has learned no more than this.
-    """
-    train_targets = torch.cat([ex["mlm_labels"][ex["mlm_labels"] != IGNORE_INDEX] for ex in train_data])
-    valid_targets = torch.cat([ex["mlm_labels"][ex["mlm_labels"] != IGNORE_INDEX] for ex in valid_data])
-    size = int(max(train_targets.max(), valid_targets.max())) + 1
-    counts = torch.bincount(train_targets, minlength=size).double() + 1.0
-    log_probs = (counts / counts.sum()).log()
-    top = int(counts.argmax())
-    return {"token": top, "accuracy": (valid_targets == top).double().mean().item(),
-            "mlm_loss": -log_probs[valid_targets].mean().item(), "train_targets": train_targets.numel()}
-
-
-# ---------------------------------------------------------------------------- cached course models
-def pretrained_course_model(objective: str = "sop", scale: Scale | str | None = None, arch: str = "albert",
-                            progress: bool = True, callbacks: Iterable[Callable[[dict], None]] = ()
-                            ) -> AlbertForPretraining:
-    """The course's pretrained model for a scale, built (or finished) and cached if missing.
-
-    Stored in cache_dir()/checkpoints/<scale>-<arch>-<objective>; arch is "albert" or "bert"
-    (the BERT twin of the scale's ALBERT preset). A cached run made with other settings (the
-    scale's values or the preset changed since) is discarded and trained again. Returned in eval mode.
-    """
-    from .corpus import cache_dir
-    from .pretraining_data import course_pretraining_data
-
-    scale = current_scale(scale)
-    if arch not in ("albert", "bert"):
-        raise ValueError(f"unknown arch {arch!r}; choose 'albert' or 'bert'")
-    run_dir = cache_dir() / "checkpoints" / f"{scale.name}-{arch}-{objective}"
-    cfg = AlbertConfig.preset(scale.albert_preset if arch == "albert" else scale.bert_preset)
-    args = TrainArgs.from_scale(scale, objective=objective)
-    try:
-        ckpt = find_checkpoint(run_dir)
-        saved_cfg = _check_config(ckpt, None) if ckpt is not None else None
-        state = _read_json(ckpt / "trainer_state.json") if ckpt is not None else {}
-    except (ValueError, FileNotFoundError):
-        ckpt, saved_cfg, state = run_dir, None, {}       # damaged: discarded below
-    if ckpt is not None:
-        same = saved_cfg == cfg and all(state.get("args", {}).get(k) == getattr(args, k)
-                                        for k in RESUME_MUST_MATCH)
-        if same and state.get("step") == args.steps:
-            return load_checkpoint(ckpt)
-        if not same:                                   # stale or damaged: start over
-            shutil.rmtree(run_dir)
-            ckpt = None
-    train = course_pretraining_data(objective, split="train", scale=scale)
-    valid = course_pretraining_data(objective, split="valid", scale=scale)
-    result = pretrain(cfg, args, train, valid, out_dir=run_dir, resume=ckpt is not None,
-                      callbacks=callbacks, progress=progress)
-    return result.model.eval()

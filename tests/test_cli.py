@@ -120,9 +120,12 @@ def test_sigkill_then_resume_is_bitwise_identical(env, tmp_path):
 
     assert no_time(killed) == no_time(tmp_path / "straight")
 
-    res = run(["evaluate", "--checkpoint", str(killed), "--max-batches", "2"], env)
+    res = run(["evaluate", "--checkpoint", str(killed), "--max-examples", "40"], env)
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout)["step"] == steps and 0 <= json.loads(res.stdout)["mlm_accuracy"] <= 1
+    report = json.loads(res.stdout)
+    assert report["step"] == steps and report["examples"] == 40
+    assert 0 <= report["mlm"]["mask"]["accuracy"] <= 1 and report["baselines"]["neighbour"]["mask"]["n"] > 0
+    assert "held-out evaluation on 40 of" in res.stderr and "neighbour" in res.stderr
 
 
 def test_torchrun_two_processes_match_one(env, tmp_path):

@@ -11,12 +11,10 @@ from minialbert.pretraining_data import collate
 from minialbert.train import (
     StepBatches,
     TrainArgs,
-    evaluate,
     find_checkpoint,
     load_checkpoint,
     pretrain,
     read_metrics,
-    unigram_baseline,
 )
 
 TINY = AlbertConfig.preset("ci-albert", vocab_size=50, embedding_size=16, hidden_size=32, num_layers=2,
@@ -58,7 +56,7 @@ def synthetic_examples(n: int, vocab: int = 50, seed: int = 0, sentence: bool = 
 
 
 def args(**changes) -> TrainArgs:
-    base = dict(objective="sop", steps=6, batch_size=8, lr=3e-3, warmup=2, eval_every=3, eval_batches=2,
+    base = dict(objective="sop", steps=6, batch_size=8, lr=3e-3, warmup=2, eval_every=3, eval_examples=4,
                 checkpoint_every=3, keep_last=5, seed=1)
     return TrainArgs(**{**base, **changes})
 
@@ -204,55 +202,21 @@ def test_checkpoints_are_pruned_and_temp_dirs_cleaned(tmp_path):
     assert (tmp_path / "checkpoints" / "latest").read_text().strip() == "step-000004"
 
 
-def test_evaluate_matches_the_models_own_loss():
-    data = synthetic_examples(16)
+def test_evaluate_pretraining_matches_the_models_own_loss():
     from minialbert import AlbertForPretraining
+    from minialbert.evaluation import evaluate_pretraining
 
+    data = synthetic_examples(16)
     torch.manual_seed(0)
     model = AlbertForPretraining(TINY, sentence_task="sop").eval()
     batch = collate(data)
     with torch.no_grad():
         out = model(**batch)
-    result = evaluate(model, [batch])
+    result = evaluate_pretraining(model, data, batch_size=5)
     torch.testing.assert_close(result["mlm_loss"], out.mlm_loss.item())
     predicted = batch["mlm_labels"][batch["mlm_labels"] != -100]
-    assert result["predicted_tokens"] == predicted.numel()
+    assert result["mlm"]["all"]["n"] == predicted.numel()
     acc = (out.mlm_logits.argmax(-1) == predicted).float().mean().item()
-    assert result["mlm_accuracy"] == pytest.approx(acc)
+    assert result["mlm"]["all"]["accuracy"] == pytest.approx(acc)
     sent = (out.sentence_logits.argmax(-1) == batch["sentence_labels"]).float().mean().item()
-    assert result["sentence_accuracy"] == pytest.approx(sent) and result["examples"] == 16
-
-
-def test_unigram_baseline_predicts_the_most_frequent_target():
-    def ex(labels):
-        labels = torch.tensor(labels)
-        return {"input_ids": torch.where(labels >= 0, 4, 7), "mlm_labels": labels}
-
-    train = [ex([-100, 9, 9, 8]), ex([9, -100, 7])]
-    valid = [ex([9, 8, -100]), ex([7, 9])]
-    base = unigram_baseline(train, valid)
-    assert base["token"] == 9 and base["accuracy"] == 0.5 and base["train_targets"] == 5
-    probs = torch.tensor([1, 1, 1, 1, 1, 1, 1, 2, 2, 4], dtype=torch.float64) / 15  # add-one smoothed
-    expected = -(probs[[9, 8, 7, 9]].log().mean())
-    assert base["mlm_loss"] == pytest.approx(float(expected))
-
-
-def test_pretrained_course_model_is_cached_and_rebuilt_when_settings_change(tmp_path, monkeypatch):
-    import dataclasses
-
-    from minialbert.scale import SCALES
-    from minialbert.train import pretrained_course_model
-
-    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
-    scale = dataclasses.replace(SCALES["ci"], pretrain_steps=3, warmup_steps=1, eval_every=2)
-    first = pretrained_course_model("sop", scale, progress=False)
-    run_dir = tmp_path / "checkpoints" / "ci-albert-sop"
-    assert [r["step"] for r in read_metrics(run_dir) if r["split"] == "valid"] == [2, 3]
-    again = pretrained_course_model("sop", scale, progress=False)       # loaded, not trained
-    assert not again.training and read_metrics(run_dir)[-1]["step"] == 3
-    for k, v in first.state_dict().items():
-        assert torch.equal(again.state_dict()[k], v)
-    longer = dataclasses.replace(scale, pretrain_steps=4)                 # settings changed: retrain
-    pretrained_course_model("sop", longer, progress=False)
-    assert find_checkpoint(run_dir).name == "step-000004"
-    assert [r["step"] for r in read_metrics(run_dir) if r["split"] == "train"] == [1, 2, 3, 4]
+    assert result["sentence"]["accuracy"] == pytest.approx(sent) and result["sentence"]["n"] == 16

@@ -1,0 +1,228 @@
+"""Held-out metrics that cannot be gamed, shared by pretraining, the CLI and the lessons.
+
+A masked-LM "accuracy over predicted positions" mixes three different questions, because the
+input shows something different at each kind of predicted position (80/10/10 replacement):
+
+    mask    the input shows [MASK]: only context can give the answer (the headline number)
+    random  the input shows a random token: context, and knowing that the shown token is wrong
+    kept    the input shows the answer itself: copying it is enough
+
+so every MLM accuracy here is split by kind, and stands beside baselines computed on the same
+positions that see what the model sees: `unigram` (always the most frequent training token),
+`copy_or_unigram` (the shown token unless it is [MASK]) and `neighbour` (the token seen most often
+between the same left and right neighbours in the training text). Sentence tasks report the share
+of each predicted class, so a constant predictor is visible at a glance. Every figure carries a 95%
+Wilson interval and the size of the set it comes from.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .model import IGNORE_INDEX
+from .pretraining_data import collate, unmasked_ids
+from .tokenizer import MASK_ID
+
+KINDS = ("mask", "random", "kept")            # what the input shows at a predicted position
+BASELINES = ("unigram", "copy_or_unigram", "neighbour")
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion (well behaved near 0 and 1, unlike p +- 1.96 se)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def proportion(successes: int, n: int) -> dict:
+    """{"accuracy", "ci95", "n"}: a proportion with its interval and the size of its set (None if n = 0)."""
+    lo, hi = wilson_interval(successes, n)
+    return {"accuracy": successes / n if n else None, "ci95": [lo, hi], "n": int(n)}
+
+
+def position_kinds(input_ids: torch.Tensor, mlm_labels: torch.Tensor) -> torch.Tensor:
+    """For each predicted position (row-major order), 0 = [MASK] shown, 1 = random token, 2 = kept."""
+    predicted = mlm_labels != IGNORE_INDEX
+    shown, target = input_ids[predicted], mlm_labels[predicted]                  # (M,), (M,)
+    kinds = torch.ones_like(target)
+    kinds[shown == MASK_ID] = 0
+    kinds[shown == target] = 2
+    return kinds
+
+
+class MLMBaselines:
+    """Context-free and adjacent-token guessers fitted on the training split's unmasked text."""
+
+    def __init__(self, unigram: int, pairs: np.ndarray, pair_best: np.ndarray, left_best: np.ndarray,
+                 right_best: np.ndarray, vocab_size: int):
+        self.unigram, self.vocab_size = unigram, vocab_size
+        self.pairs, self.pair_best = pairs, pair_best              # sorted (left * V + right) keys -> token
+        self.left_best, self.right_best = left_best, right_best    # (V,) best after / before; -1 unseen
+
+    @classmethod
+    def fit(cls, train_data, vocab_size: int | None = None) -> MLMBaselines:
+        """Count tokens and (left, token, right) triples over the unmasked training sequences."""
+        seqs = [unmasked_ids(train_data[i]).numpy() for i in range(len(train_data))]
+        V = vocab_size or int(max(s.max() for s in seqs)) + 1
+        targets = np.concatenate([train_data[i]["mlm_labels"].numpy() for i in range(len(train_data))])
+        unigram = int(np.bincount(targets[targets != IGNORE_INDEX], minlength=V).argmax())
+        left = np.concatenate([s[:-2] for s in seqs]).astype(np.int64)
+        mid = np.concatenate([s[1:-1] for s in seqs]).astype(np.int64)
+        right = np.concatenate([s[2:] for s in seqs]).astype(np.int64)
+        pairs, pair_best = _most_frequent(left * V + right, mid)
+        lefts, left_tok = _most_frequent(left, mid)
+        rights, right_tok = _most_frequent(right, mid)
+        left_best, right_best = np.full(V, -1), np.full(V, -1)
+        left_best[lefts], right_best[rights] = left_tok, right_tok
+        return cls(unigram, pairs, pair_best, left_best, right_best, V)
+
+    def predict(self, input_ids: torch.Tensor, mlm_labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Each baseline's guess at every predicted position (row-major order), from the input alone."""
+        predicted = (mlm_labels != IGNORE_INDEX).numpy()
+        ids = input_ids.numpy().astype(np.int64)
+        padded = np.pad(ids, ((0, 0), (1, 1)), constant_values=-1)               # (B, N + 2)
+        left, right = padded[:, :-2][predicted], padded[:, 2:][predicted]       # neighbours as shown
+        shown = ids[predicted]
+        guess = np.full(shown.shape, self.unigram)
+        known = (left >= 0) & (left < self.vocab_size)
+        guess[known] = np.where(self.left_best[left[known]] >= 0, self.left_best[left[known]], self.unigram)
+        rknown = (right >= 0) & (right < self.vocab_size) & ~(known & (self.left_best[left.clip(0)] >= 0))
+        guess[rknown] = np.where(self.right_best[right[rknown]] >= 0, self.right_best[right[rknown]],
+                                 self.unigram)
+        both = known & (right >= 0) & (right < self.vocab_size)
+        keys = left[both] * self.vocab_size + right[both]
+        at = np.searchsorted(self.pairs, keys).clip(max=len(self.pairs) - 1)
+        hit = self.pairs[at] == keys
+        pair_guess = guess[both]
+        pair_guess[hit] = self.pair_best[at[hit]]
+        guess[both] = pair_guess
+        unigram = np.full(shown.shape, self.unigram)
+        copy = np.where(shown == MASK_ID, self.unigram, shown)
+        return {"unigram": torch.from_numpy(unigram), "copy_or_unigram": torch.from_numpy(copy),
+                "neighbour": torch.from_numpy(guess)}
+
+
+def _most_frequent(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each distinct key (sorted), the value seen with it most often (ties: the smallest value)."""
+    combined, counts = np.unique(np.stack([keys, values]), axis=1, return_counts=True)
+    order = np.lexsort((combined[1], -counts, combined[0]))                   # key, then count desc
+    combined = combined[:, order]
+    first = np.r_[True, combined[0, 1:] != combined[0, :-1]]
+    return combined[0, first], combined[1, first]
+
+
+def evaluation_sample(dataset, max_examples: int | None = None, seed: int = 0) -> list[int]:
+    """The fixed evaluation set: every example, or a seeded shuffled sample of max_examples of them."""
+    n = len(dataset)
+    if n == 0:
+        raise ValueError("the evaluation set is empty; check the split and the scale")
+    if max_examples is None or max_examples >= n:
+        return list(range(n))
+    if max_examples < 1:
+        raise ValueError(f"max_examples must be at least 1 (or None for all), got {max_examples}")
+    return sorted(torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:max_examples].tolist())
+
+
+@torch.no_grad()
+def evaluate_pretraining(model: nn.Module, dataset, baselines: MLMBaselines | None = None,
+                         max_examples: int | None = None, batch_size: int = 64, seed: int = 0,
+                         progress: bool = False) -> dict:
+    """Held-out MLM accuracy by position kind (beside the baselines) and sentence-task accuracy.
+
+    Returns a JSON-ready dict: examples, mlm_loss, mlm[kind or "all"] = {accuracy, ci95, n},
+    baselines[name][kind], and for a model with a sentence head and labelled data, sentence =
+    {task, accuracy, ci95, n, predicted_shares, label_shares, chance, constant}.
+    """
+    indices = evaluation_sample(dataset, max_examples, seed)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    kinds_all, hits_all, guesses = [], [], {name: [] for name in BASELINES}
+    loss_sum, sentence_pred, sentence_true = 0.0, [], []
+    for start in tqdm(range(0, len(indices), batch_size), disable=not progress, desc="evaluate"):
+        batch = collate([dataset[i] for i in indices[start:start + batch_size]])
+        on_device = {k: v.to(device) for k, v in batch.items()}
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            out = model(on_device["input_ids"], on_device["token_type_ids"], on_device["attention_mask"],
+                        mlm_labels=on_device["mlm_labels"])
+        targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]                   # (M,)
+        logits = out.mlm_logits.float().cpu()                                                 # (M, V)
+        loss_sum += nn.functional.cross_entropy(logits, targets, reduction="sum").item()
+        kinds_all.append(position_kinds(batch["input_ids"], batch["mlm_labels"]))
+        hits_all.append(logits.argmax(-1) == targets)
+        if baselines is not None:
+            for name, guess in baselines.predict(batch["input_ids"], batch["mlm_labels"]).items():
+                guesses[name].append(guess == targets)
+        if out.sentence_logits is not None and "sentence_labels" in batch:
+            sentence_pred.append(out.sentence_logits.argmax(-1).cpu())
+            sentence_true.append(batch["sentence_labels"])
+    model.train(was_training)
+    kinds, hits = torch.cat(kinds_all), torch.cat(hits_all)
+    if kinds.numel() == 0:
+        raise ValueError("the evaluation set has no predicted (masked) positions")
+    result = {"examples": len(indices), "of": len(dataset), "mlm_loss": loss_sum / kinds.numel(),
+              "mlm": _by_kind(hits, kinds)}
+    if baselines is not None:
+        result["baselines"] = {name: _by_kind(torch.cat(g), kinds) for name, g in guesses.items()}
+    if sentence_pred:
+        result["sentence"] = sentence_metrics(torch.cat(sentence_pred), torch.cat(sentence_true),
+                                              getattr(model, "sentence_task", None))
+    return result
+
+
+def _by_kind(hits: torch.Tensor, kinds: torch.Tensor) -> dict:
+    out = {kind: proportion(int(hits[kinds == k].sum()), int((kinds == k).sum()))
+           for k, kind in enumerate(KINDS)}
+    out["all"] = proportion(int(hits.sum()), hits.numel())
+    return out
+
+
+def sentence_metrics(predicted: torch.Tensor, labels: torch.Tensor, task: str | None = None,
+                     num_classes: int = 2) -> dict:
+    """Accuracy with its interval, the share of each predicted and true class, and chance."""
+    n = labels.numel()
+    predicted_shares = (torch.bincount(predicted, minlength=num_classes).double() / n).tolist()
+    label_shares = (torch.bincount(labels, minlength=num_classes).double() / n).tolist()
+    return {"task": task, **proportion(int((predicted == labels).sum()), n),
+            "predicted_shares": predicted_shares, "label_shares": label_shares,
+            "chance": max(label_shares), "constant": max(predicted_shares) == 1.0}
+
+
+def summary_record(result: dict) -> dict:
+    """The flat numbers a metrics.jsonl record keeps of an evaluation (curves are drawn from these)."""
+    record = {"mlm_loss": result["mlm_loss"], "eval_examples": result["examples"]}
+    for kind in KINDS:
+        record[f"{kind}_accuracy"] = result["mlm"][kind]["accuracy"]
+    record["mlm_accuracy"] = result["mlm"]["all"]["accuracy"]      # all predicted positions (the paper's)
+    if "sentence" in result:
+        s = result["sentence"]
+        record[f"{s['task'] or 'sentence'}_accuracy"] = s["accuracy"]
+        record[f"{s['task'] or 'sentence'}_predicted_1"] = s["predicted_shares"][1]
+    return record
+
+
+def format_report(result: dict) -> str:
+    """A small table for people: accuracy [95% interval] by position kind, beside each baseline."""
+    def cell(p: dict) -> str:
+        return f"{100 * p['accuracy']:5.1f}% [{100 * p['ci95'][0]:.1f}, {100 * p['ci95'][1]:.1f}]"
+    rows = [("model", result["mlm"])] + list(result.get("baselines", {}).items())
+    header = f"{'':17s}" + "".join(f"{k + ' (n=' + str(result['mlm'][k]['n']) + ')':>24s}"
+                                   for k in (*KINDS, "all"))
+    lines = [f"held-out evaluation on {result['examples']} of {result['of']} examples", header]
+    lines += [f"{name:17s}" + "".join(f"{cell(r[k]):>24s}" for k in (*KINDS, "all")) for name, r in rows]
+    if "sentence" in result:
+        s = result["sentence"]
+        shares = ", ".join(f"class {i}: {100 * v:.1f}%" for i, v in enumerate(s["predicted_shares"]))
+        lines.append(f"{(s['task'] or 'sentence').upper()} accuracy {cell(s)} (n={s['n']}, chance "
+                     f"{100 * s['chance']:.1f}%); predicted {shares}"
+                     + ("  <- constant predictor" if s["constant"] else ""))
+    return "\n".join(lines)
+

@@ -1,0 +1,210 @@
+"""The course model zoo: the named pretraining runs the replication lessons share, built once and cached.
+
+Every entry is the scale's ALBERT (or its BERT twin) trained with the scale's one recipe on the
+same data for the same number of steps; entries differ only in what their name says (objective,
+architecture, sharing, embedding size, seed), so any two of them can be compared. An entry is a
+normal run directory (config.json, metrics.jsonl, checkpoints/, evaluation.json) under
+
+    cache_dir()/zoo/<scale>/<name>-<key>
+
+where key hashes the model config, the training arguments, the training data and RECIPE_VERSION:
+a changed recipe trains a new entry, an unchanged one is reused, and a killed build resumes from
+the entry's last checkpoint. `python -m minialbert zoo` builds what is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from .config import AlbertConfig
+from .corpus import cache_dir
+from .download import atomic_write
+from .evaluation import MLMBaselines, evaluate_pretraining
+from .model import AlbertForPretraining
+from .pretraining_data import course_pretraining_data
+from .scale import Scale, current_scale
+from .train import TrainArgs, find_checkpoint, load_checkpoint, pretrain, read_metrics
+
+RECIPE_VERSION = 1        # bump when a code change alters what the same settings train to
+# Arguments that only change how often a run reports or saves, not the weights it ends with.
+NOT_IN_KEY = ("eval_every", "eval_examples", "checkpoint_every", "keep_last")
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    objective: str                    # mlm | nsp | sop
+    about: str
+    arch: str = "albert"              # albert | bert (the scale's BERT twin: no sharing, E = H)
+    changes: tuple = ()               # config fields changed from the preset: ((field, value), ...)
+    seed: int = 0
+    budget: str = "zoo"               # zoo: scale.zoo_steps; lesson: scale.pretrain_steps (lesson 05)
+
+
+ENTRIES: dict[str, Entry] = {e.name: e for e in (
+    Entry("albert-sop", "sop", "ALBERT as the paper trains it: MLM + sentence-order prediction"),
+    Entry("albert-nsp", "nsp", "ALBERT with BERT's next-sentence prediction instead of SOP"),
+    Entry("albert-mlm", "mlm", "ALBERT with MLM alone, no sentence objective"),
+    Entry("bert-nsp", "nsp", "the BERT twin (no sharing, E = H) trained as BERT was: MLM + NSP", arch="bert"),
+    Entry("bert-sop", "sop", "the BERT twin with ALBERT's objective: differs from albert-sop only in "
+                             "sharing and factorization", arch="bert"),
+    Entry("lesson-albert-sop", "sop", "lesson 05's own short run of albert-sop's recipe", budget="lesson"),
+)}
+
+
+def entry(name: str) -> Entry:
+    if name not in ENTRIES:
+        raise ValueError(f"unknown zoo entry {name!r}; choose one of {', '.join(ENTRIES)}")
+    return ENTRIES[name]
+
+
+def entry_config(e: Entry, scale: Scale) -> AlbertConfig:
+    preset = scale.albert_preset if e.arch == "albert" else scale.bert_preset
+    return AlbertConfig.preset(preset, **dict(e.changes))
+
+
+def entry_args(e: Entry, scale: Scale) -> TrainArgs:
+    steps = scale.zoo_steps if e.budget == "zoo" else scale.pretrain_steps
+    eval_every = max(1, steps // scale.zoo_evals)
+    return TrainArgs.from_scale(scale, objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,
+                                checkpoint_every=eval_every)
+
+
+def entry_dir(e: Entry, scale: Scale) -> Path:
+    """Where the entry lives: its name and a key over everything that decides its weights."""
+    args = {k: v for k, v in dataclasses.asdict(entry_args(e, scale)).items() if k not in NOT_IN_KEY}
+    data = course_pretraining_data(e.objective, "train", scale)
+    settings = {"config": entry_config(e, scale).to_dict(), "args": args, "data": data.checksum(),
+                "recipe": RECIPE_VERSION}
+    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    return cache_dir() / "zoo" / scale.name / f"{e.name}-{key}"
+
+
+def _steps_done(run_dir: Path) -> int:
+    try:
+        ckpt = find_checkpoint(run_dir)
+        return json.loads((ckpt / "trainer_state.json").read_text())["step"] if ckpt else 0
+    except (ValueError, OSError, KeyError, json.JSONDecodeError):
+        return 0
+
+
+def status(scale: Scale | str | None = None, names: Sequence[str] | None = None) -> list[dict]:
+    """One row per entry: name, steps done of total, built or not, and the estimated minutes left."""
+    scale = current_scale(scale)
+    rows = []
+    for name in names or ENTRIES:
+        e = entry(name)
+        run_dir, steps = entry_dir(e, scale), entry_args(e, scale).steps
+        done = _steps_done(run_dir)
+        state = "built" if done >= steps and (run_dir / "evaluation.json").exists() else (
+            "partial" if done else "missing")
+        rows.append({"name": name, "state": state, "steps_done": done, "steps": steps,
+                     "minutes_left": (steps - done) * scale.step_seconds / 60, "dir": str(run_dir),
+                     "about": e.about})
+    return rows
+
+
+def load(name: str, scale: Scale | str | None = None, progress: bool = True,
+         callbacks: Iterable[Callable[[dict], None]] = ()) -> AlbertForPretraining:
+    """The trained model of a zoo entry, in eval mode; trains (or finishes) it first if needed.
+
+    Never trains anything but the named entry with the scale's recipe: the run directory's key
+    guarantees the loaded weights come from exactly those settings.
+    """
+    scale = current_scale(scale)
+    e = entry(name)
+    run_dir = entry_dir(e, scale)
+    row = status(scale, [name])[0]
+    if row["state"] != "built":
+        print(f"zoo entry {name!r} ({scale.name} scale) is {row['state']}: training "
+              f"{row['steps'] - row['steps_done']} steps, about {row['minutes_left']:.0f} min on 2 cores; "
+              f"cached in {run_dir}", flush=True)
+        _train(e, scale, run_dir, progress, callbacks)
+    return load_checkpoint(run_dir)
+
+
+def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
+           callbacks: Iterable[Callable[[dict], None]] = ()) -> None:
+    args = entry_args(e, scale)
+    train = course_pretraining_data(e.objective, "train", scale)
+    valid = course_pretraining_data(e.objective, "valid", scale)
+    if _steps_done(run_dir) < args.steps:
+        pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir,
+                 resume=find_checkpoint(run_dir) is not None, callbacks=callbacks, progress=progress)
+    model = load_checkpoint(run_dir)
+    result = evaluate_pretraining(model, valid, MLMBaselines.fit(train, model.config.vocab_size))
+    atomic_write(run_dir / "evaluation.json", (json.dumps(result, indent=2) + "\n").encode())
+
+
+def evaluation(name: str, scale: Scale | str | None = None) -> dict:
+    """The held-out evaluation (with baselines) written when the entry was built."""
+    scale = current_scale(scale)
+    path = entry_dir(entry(name), scale) / "evaluation.json"
+    if not path.exists():
+        raise FileNotFoundError(f"zoo entry {name!r} is not built at {scale.name} scale; run "
+                                f"`python -m minialbert zoo --only {name}`")
+    return json.loads(path.read_text())
+
+
+def metrics(name: str, scale: Scale | str | None = None) -> list[dict]:
+    """The entry's metrics.jsonl records (train steps and held-out evaluations)."""
+    return read_metrics(entry_dir(entry(name), current_scale(scale)))
+
+
+def build(names: Sequence[str] | None = None, scale: Scale | str | None = None,
+          progress: bool = True) -> list[dict]:
+    """Build every missing entry (or those named), one after another, with one progress bar."""
+    scale = current_scale(scale)
+    todo = [r for r in status(scale, names) if r["state"] != "built"]
+    total = sum(r["steps"] - r["steps_done"] for r in todo)
+    with tqdm(total=total, disable=not progress, desc=f"zoo ({scale.name})", unit="step") as bar:
+        for row in todo:
+            bar.set_postfix_str(row["name"])
+            start = time.perf_counter()
+            _train(entry(row["name"]), scale, Path(row["dir"]), progress=False,
+                   callbacks=[lambda r: bar.update(1) if r["split"] == "train" else None])
+            row["minutes"] = (time.perf_counter() - start) / 60
+    return summary(scale, names)
+
+
+def summary(scale: Scale | str | None = None, names: Sequence[str] | None = None) -> list[dict]:
+    """Built entries' held-out numbers: [MASK] accuracy, all predicted, sentence task, minutes trained."""
+    scale = current_scale(scale)
+    rows = []
+    for row in status(scale, names):
+        if row["state"] != "built":
+            rows.append({"name": row["name"], "state": row["state"]})
+            continue
+        ev = evaluation(row["name"], scale)
+        train_seconds = max((r["seconds"] for r in metrics(row["name"], scale) if "seconds" in r), default=0)
+        rows.append({"name": row["name"], "state": "built", "steps": row["steps"],
+                     "minutes": train_seconds / 60, "mask_accuracy": ev["mlm"]["mask"],
+                     "all_accuracy": ev["mlm"]["all"], "neighbour_mask": ev["baselines"]["neighbour"]["mask"],
+                     "unigram_mask": ev["baselines"]["unigram"]["mask"], "sentence": ev.get("sentence")})
+    return rows
+
+
+def format_summary(rows: list[dict]) -> str:
+    """The summary as a table for a terminal."""
+    def pct(p):
+        return f"{100 * p['accuracy']:.1f}% [{100 * p['ci95'][0]:.1f}, {100 * p['ci95'][1]:.1f}]"
+    lines = [f"{'entry':20s} {'minutes':>7s} {'[MASK] acc':>20s} {'neighbour':>8s} {'all predicted':>20s} "
+             f"{'sentence task (pred. class 1)':>32s}"]
+    for r in rows:
+        if r["state"] != "built":
+            lines.append(f"{r['name']:20s} {r['state']}")
+            continue
+        s = r["sentence"]
+        sent = f"{s['task']} {pct(s)} ({100 * s['predicted_shares'][1]:.0f}%)" if s else "-"
+        lines.append(f"{r['name']:20s} {r['minutes']:7.1f} {pct(r['mask_accuracy']):>20s} "
+                     f"{100 * r['neighbour_mask']['accuracy']:7.1f}% {pct(r['all_accuracy']):>20s} "
+                     f"{sent:>32s}")
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""The model zoo at ci scale: entries build, are cached under a key, resume, and rebuild on a new recipe."""
+
+import dataclasses
+import shutil
+
+import pytest
+import torch
+
+from minialbert import zoo
+from minialbert.scale import SCALES
+from minialbert.train import find_checkpoint, read_metrics
+
+SCALE = dataclasses.replace(SCALES["ci"], zoo_steps=4, pretrain_steps=2, warmup_steps=1, zoo_evals=2)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def own_cache(tmp_path_factory):
+    """One cache for the module: the ci corpus, tokenizer and data are built once; tests use other entries."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MINIALBERT_CACHE", str(tmp_path_factory.mktemp("cache")))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        yield
+        torch.set_num_threads(threads)
+
+
+def test_entries_share_one_recipe_and_differ_only_in_their_name():
+    sop, nsp, bert = (zoo.entry(n) for n in ("albert-sop", "albert-nsp", "bert-sop"))
+    a_sop, a_nsp, a_bert = (zoo.entry_args(e, SCALE) for e in (sop, nsp, bert))
+    assert dataclasses.replace(a_sop, objective="nsp") == a_nsp and a_sop == a_bert
+    assert a_sop.steps == SCALE.zoo_steps
+    assert zoo.entry_config(bert, SCALE).sharing == "none" and zoo.entry_config(sop, SCALE).sharing == "all"
+    assert zoo.entry_args(zoo.entry("lesson-albert-sop"), SCALE).steps == SCALE.pretrain_steps
+    with pytest.raises(ValueError, match="unknown zoo entry 'albert-xyz'"):
+        zoo.entry("albert-xyz")
+
+
+def test_build_caches_evaluates_and_reuses(capsys):
+    rows = zoo.build(["albert-sop"], SCALE, progress=False)
+    assert rows[0]["state"] == "built" and 0 <= rows[0]["mask_accuracy"]["accuracy"] <= 1
+    run_dir = zoo.entry_dir(zoo.entry("albert-sop"), SCALE)
+    assert find_checkpoint(run_dir).name == "step-000004"
+    assert [r["step"] for r in read_metrics(run_dir) if r["split"] == "valid"] == [2, 4]
+    ev = zoo.evaluation("albert-sop", SCALE)
+    assert set(ev["baselines"]) == {"unigram", "copy_or_unigram", "neighbour"}
+    assert ev["sentence"]["task"] == "sop"
+    first = zoo.load("albert-sop", SCALE, progress=False)            # cached: loaded, not trained
+    assert "training" not in capsys.readouterr().out and not first.training
+    assert zoo.status(SCALE, ["albert-sop", "albert-nsp"])[1]["state"] == "missing"
+    assert "albert-sop" in zoo.format_summary(rows)
+
+
+def test_a_killed_build_resumes_and_ends_where_a_straight_one_does():
+    e = zoo.entry("albert-mlm")
+    zoo.build(["albert-mlm"], SCALE, progress=False)
+    run_dir = zoo.entry_dir(e, SCALE)
+    straight = {k: v.clone() for k, v in zoo.load("albert-mlm", SCALE).state_dict().items()}
+    # imitate a build killed after its step-2 checkpoint: drop the later checkpoint and the evaluation
+    shutil.rmtree(run_dir / "checkpoints" / "step-000004")
+    (run_dir / "checkpoints" / "latest").write_text("step-000002\n")
+    (run_dir / "evaluation.json").unlink()
+    assert zoo.status(SCALE, ["albert-mlm"])[0]["state"] == "partial"
+    resumed = zoo.load("albert-mlm", SCALE, progress=False)
+    for k, v in straight.items():
+        assert torch.equal(resumed.state_dict()[k], v), k
+
+
+def test_a_changed_recipe_is_a_new_entry():
+    e = zoo.entry("albert-sop")
+    longer = dataclasses.replace(SCALE, zoo_steps=6)
+    other_lr = dataclasses.replace(SCALE, learning_rate=1e-3)
+    more_evals = dataclasses.replace(SCALE, zoo_evals=4)             # reporting only: same weights
+    dirs = {zoo.entry_dir(e, s) for s in (SCALE, longer, other_lr)}
+    assert len(dirs) == 3
+    assert zoo.entry_dir(e, more_evals) == zoo.entry_dir(e, SCALE)
+
+
+def test_evaluation_of_a_missing_entry_says_how_to_build_it():
+    with pytest.raises(FileNotFoundError, match="python -m minialbert zoo --only bert-nsp"):
+        zoo.evaluation("bert-nsp", SCALE)
+
+
+def test_cli_lists_and_rejects_unknown_names(capsys):
+    from minialbert.__main__ import main
+
+    assert main(["zoo", "--scale", "ci", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in zoo.ENTRIES) and "missing" in out
+    assert main(["zoo", "--scale", "ci", "--only", "nope"]) == 2
+    assert "unknown zoo entry 'nope'" in capsys.readouterr().err
