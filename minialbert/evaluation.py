@@ -61,9 +61,12 @@ def position_kinds(input_ids: torch.Tensor, mlm_labels: torch.Tensor) -> torch.T
 class MLMBaselines:
     """Context-free and adjacent-token guessers fitted on the training split's unmasked text."""
 
-    def __init__(self, unigram: int, pairs: np.ndarray, pair_best: np.ndarray, left_best: np.ndarray,
-                 right_best: np.ndarray, vocab_size: int):
-        self.unigram, self.vocab_size = unigram, vocab_size
+    def __init__(self, unigram_counts: np.ndarray, pairs: np.ndarray, pair_best: np.ndarray,
+                 left_best: np.ndarray, right_best: np.ndarray):
+        self.vocab_size = len(unigram_counts)
+        self.unigram = int(unigram_counts.argmax())
+        smoothed = unigram_counts + 1.0                             # add-one: no target has probability 0
+        self.unigram_log_probs = torch.from_numpy(np.log(smoothed / smoothed.sum()))
         self.pairs, self.pair_best = pairs, pair_best              # sorted (left * V + right) keys -> token
         self.left_best, self.right_best = left_best, right_best    # (V,) best after / before; -1 unseen
 
@@ -73,7 +76,7 @@ class MLMBaselines:
         seqs = [unmasked_ids(train_data[i]).numpy() for i in range(len(train_data))]
         V = vocab_size or int(max(s.max() for s in seqs)) + 1
         targets = np.concatenate([train_data[i]["mlm_labels"].numpy() for i in range(len(train_data))])
-        unigram = int(np.bincount(targets[targets != IGNORE_INDEX], minlength=V).argmax())
+        counts = np.bincount(targets[targets != IGNORE_INDEX], minlength=V).astype(np.float64)
         left = np.concatenate([s[:-2] for s in seqs]).astype(np.int64)
         mid = np.concatenate([s[1:-1] for s in seqs]).astype(np.int64)
         right = np.concatenate([s[2:] for s in seqs]).astype(np.int64)
@@ -82,7 +85,7 @@ class MLMBaselines:
         rights, right_tok = _most_frequent(right, mid)
         left_best, right_best = np.full(V, -1), np.full(V, -1)
         left_best[lefts], right_best[rights] = left_tok, right_tok
-        return cls(unigram, pairs, pair_best, left_best, right_best, V)
+        return cls(counts, pairs, pair_best, left_best, right_best)
 
     def predict(self, input_ids: torch.Tensor, mlm_labels: torch.Tensor) -> dict[str, torch.Tensor]:
         """Each baseline's guess at every predicted position (row-major order), from the input alone."""
@@ -137,16 +140,17 @@ def evaluate_pretraining(model: nn.Module, dataset, baselines: MLMBaselines | No
                          progress: bool = False) -> dict:
     """Held-out MLM accuracy by position kind (beside the baselines) and sentence-task accuracy.
 
-    Returns a JSON-ready dict: examples, mlm_loss, mlm[kind or "all"] = {accuracy, ci95, n},
-    baselines[name][kind], and for a model with a sentence head and labelled data, sentence =
-    {task, accuracy, ci95, n, predicted_shares, label_shares, chance, constant}.
+    Returns a JSON-ready dict: examples, mlm_loss, mask_loss (cross-entropy on [MASK] positions: it
+    falls below the unigram's, unigram_mask_loss, before the accuracy moves), mlm[kind or "all"] =
+    {accuracy, ci95, n}, baselines[name][kind], and for a model with a sentence head and labelled
+    data, sentence = {task, accuracy, ci95, n, predicted_shares, label_shares, chance, constant}.
     """
     indices = evaluation_sample(dataset, max_examples, seed)
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    kinds_all, hits_all, guesses = [], [], {name: [] for name in BASELINES}
-    loss_sum, sentence_pred, sentence_true = 0.0, [], []
+    kinds_all, hits_all, losses_all, guesses = [], [], [], {name: [] for name in BASELINES}
+    sentence_pred, sentence_true = [], []
     for start in tqdm(range(0, len(indices), batch_size), disable=not progress, desc="evaluate"):
         batch = collate([dataset[i] for i in indices[start:start + batch_size]])
         on_device = {k: v.to(device) for k, v in batch.items()}
@@ -155,7 +159,7 @@ def evaluate_pretraining(model: nn.Module, dataset, baselines: MLMBaselines | No
                         mlm_labels=on_device["mlm_labels"])
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]                   # (M,)
         logits = out.mlm_logits.float().cpu()                                                 # (M, V)
-        loss_sum += nn.functional.cross_entropy(logits, targets, reduction="sum").item()
+        losses_all.append(nn.functional.cross_entropy(logits, targets, reduction="none"))
         kinds_all.append(position_kinds(batch["input_ids"], batch["mlm_labels"]))
         hits_all.append(logits.argmax(-1) == targets)
         if baselines is not None:
@@ -165,13 +169,16 @@ def evaluate_pretraining(model: nn.Module, dataset, baselines: MLMBaselines | No
             sentence_pred.append(out.sentence_logits.argmax(-1).cpu())
             sentence_true.append(batch["sentence_labels"])
     model.train(was_training)
-    kinds, hits = torch.cat(kinds_all), torch.cat(hits_all)
+    kinds, hits, losses = torch.cat(kinds_all), torch.cat(hits_all), torch.cat(losses_all)
     if kinds.numel() == 0:
         raise ValueError("the evaluation set has no predicted (masked) positions")
-    result = {"examples": len(indices), "of": len(dataset), "mlm_loss": loss_sum / kinds.numel(),
-              "mlm": _by_kind(hits, kinds)}
+    result = {"examples": len(indices), "of": len(dataset), "mlm_loss": losses.mean().item(),
+              "mask_loss": losses[kinds == 0].mean().item(), "mlm": _by_kind(hits, kinds)}
     if baselines is not None:
         result["baselines"] = {name: _by_kind(torch.cat(g), kinds) for name, g in guesses.items()}
+        targets = torch.cat([dataset[i]["mlm_labels"] for i in indices])
+        targets = targets[targets != IGNORE_INDEX]
+        result["unigram_mask_loss"] = -baselines.unigram_log_probs[targets[kinds == 0]].mean().item()
     if sentence_pred:
         result["sentence"] = sentence_metrics(torch.cat(sentence_pred), torch.cat(sentence_true),
                                               getattr(model, "sentence_task", None))
@@ -198,9 +205,11 @@ def sentence_metrics(predicted: torch.Tensor, labels: torch.Tensor, task: str | 
 
 def summary_record(result: dict) -> dict:
     """The flat numbers a metrics.jsonl record keeps of an evaluation (curves are drawn from these)."""
-    record = {"mlm_loss": result["mlm_loss"], "eval_examples": result["examples"]}
+    record = {"mlm_loss": result["mlm_loss"], "mask_loss": result["mask_loss"],
+              "eval_examples": result["examples"]}
     for kind in KINDS:
         record[f"{kind}_accuracy"] = result["mlm"][kind]["accuracy"]
+    record["mask_ci95"] = result["mlm"]["mask"]["ci95"]
     record["mlm_accuracy"] = result["mlm"]["all"]["accuracy"]      # all predicted positions (the paper's)
     if "sentence" in result:
         s = result["sentence"]

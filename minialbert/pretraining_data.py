@@ -417,7 +417,8 @@ def unmasked_ids(example: dict[str, torch.Tensor]) -> torch.Tensor:
 
 def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], vocab: MaskingVocab,
                                   objective: str, max_seq_len: int, seed: int, dupe_factor: int = 1,
-                                  short_seq_prob: float = SHORT_SEQ_PROB) -> PretrainingDataset:
+                                  short_seq_prob: float = SHORT_SEQ_PROB,
+                                  mask_rate: float = MASK_RATE) -> PretrainingDataset:
     """Segment, add specials and mask token-id documents; dupe_factor passes give new cuts and masks."""
     _check_objective(objective)
     if max_seq_len < 5:
@@ -434,7 +435,7 @@ def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], 
     for _ in range(dupe_factor):
         for seg in SEGMENTERS[objective](documents, max_seq_len, rng, short_seq_prob):
             tokens = [CLS_ID, *seg.a, SEP_ID] + ([] if seg.b is None else [*seg.b, SEP_ID])
-            masked = ngram_mask(tokens, vocab, rng)
+            masked = ngram_mask(tokens, vocab, rng, mask_rate)
             ids += masked.input_ids
             labels += masked.mlm_labels
             types += [0] * (len(seg.a) + 2) + [1] * (len(tokens) - len(seg.a) - 2)
@@ -448,7 +449,8 @@ def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], 
 
 
 def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
-                   seed: int, dupe_factor: int = 1, cache: bool = True) -> PretrainingDataset:
+                   seed: int, dupe_factor: int = 1, cache: bool = True,
+                   mask_rate: float = MASK_RATE) -> PretrainingDataset:
     """Documents -> masked pretraining examples, cached under cache_dir()/pretraining.
 
     The cache key hashes the tokenizer model, the documents and every setting, so a change to
@@ -457,7 +459,7 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
     _check_objective(objective)
     path = None
     if cache:
-        key = _cache_key(documents, tokenizer, objective, max_seq_len, seed, dupe_factor)
+        key = _cache_key(documents, tokenizer, objective, max_seq_len, seed, dupe_factor, mask_rate)
         path = cache_dir() / "pretraining" / f"{objective}-{key[:24]}.safetensors"
         if path.exists():
             try:
@@ -466,17 +468,17 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
                 warnings.warn(f"{e}; rebuilding it", stacklevel=2)
     token_docs = [[tokenizer.encode(s) for s in doc.sentences] for doc in documents]
     dataset = examples_from_token_documents(token_docs, MaskingVocab.from_tokenizer(tokenizer), objective,
-                                            max_seq_len, seed, dupe_factor)
+                                            max_seq_len, seed, dupe_factor, mask_rate=mask_rate)
     if path is not None:
         dataset.save(path)
     return dataset
 
 
 def _cache_key(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
-               seed: int, dupe_factor: int) -> str:
+               seed: int, dupe_factor: int, mask_rate: float) -> str:
     digest = hashlib.sha256()
     settings = {"format": FORMAT_VERSION, "objective": objective, "max_seq_len": max_seq_len, "seed": seed,
-                "dupe_factor": dupe_factor, "mask_rate": MASK_RATE, "max_ngram": MAX_NGRAM,
+                "dupe_factor": dupe_factor, "mask_rate": mask_rate, "max_ngram": MAX_NGRAM,
                 "short_seq_prob": SHORT_SEQ_PROB}
     digest.update(json.dumps(settings, sort_keys=True).encode())
     digest.update(hashlib.sha256(tokenizer.model_proto).digest())
@@ -491,7 +493,7 @@ def course_pretraining_data(objective: str, split: str = "train",
     scale = current_scale(scale)
     documents = pydocs_documents(split, scale.max_documents)
     return build_examples(documents, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
-                          dupe_factor=scale.dupe_factor)
+                          dupe_factor=scale.dupe_factor, mask_rate=scale.mask_rate)
 
 
 # ---------------------------------------------------------------------------------------------

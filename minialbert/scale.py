@@ -27,6 +27,7 @@ class Scale:
     warmup_steps: int
     eval_every: int
     dupe_factor: int = 1        # pretraining-data passes over the corpus, each with new cuts and masks
+    mask_rate: float = 0.15     # share of real tokens predicted (the paper: 15%)
     optimizer: str = "lamb"     # lamb | adamw
     zoo_steps: int = 0          # steps of every model-zoo entry (one budget, so entries compare)
     zoo_evals: int = 5          # held-out evaluations per zoo run (the curves of the replication lessons)

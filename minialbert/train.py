@@ -352,6 +352,7 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
             cb(record)
 
     seconds_before = next((r["seconds"] for r in reversed(history) if "seconds" in r), 0.0)
+    eval_seconds = 0.0
     bar = tqdm(total=args.steps, initial=step, disable=not (progress and main_process), desc="pretrain")
     batches = iter(loader)
     model.train()
@@ -360,15 +361,18 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
             micro = [{k: v.to(device) for k, v in next(batches).items()} for _ in range(args.grad_accum)]
             train_record = train_step(ddp or model, model, micro, optimizer, scheduler, args, world)
             step += 1
-            emit({"step": step, "split": "train", **train_record,
-                  "seconds": round(seconds_before + time.perf_counter() - t0, 3)})  # wall time of the run
+            emit({"step": step, "split": "train", **train_record,     # training time, evaluations excluded
+                  "seconds": round(seconds_before + time.perf_counter() - t0 - eval_seconds, 3)})
             bar.update(1)
             bar.set_postfix(loss=f"{train_record['loss']:.3f}")
             if valid_data is not None and main_process and (
                     step == args.steps or (args.eval_every and step % args.eval_every == 0)):
+                eval_start = time.perf_counter()
                 valid = evaluate_pretraining(model, valid_data, max_examples=args.eval_examples,
                                              batch_size=2 * sampler.micro)
-                emit({"step": step, "split": "valid", **summary_record(valid)})
+                emit({"step": step, "split": "valid", **summary_record(valid),
+                      "seconds": round(seconds_before + eval_start - t0 - eval_seconds, 3)})
+                eval_seconds += time.perf_counter() - eval_start
             if out_dir is not None and (step == args.steps
                                         or (args.checkpoint_every and step % args.checkpoint_every == 0)):
                 if main_process:

@@ -108,8 +108,15 @@ def test_baselines_see_what_the_model_sees():
 
 def test_baselines_in_a_full_evaluation():
     data = make_dataset([[10 + i % 20, 11, 12, 13, 14] for i in range(30)])
-    result = evaluate_pretraining(Copier(), data, baselines=MLMBaselines.fit(data, vocab_size=V))
+    base = MLMBaselines.fit(data, vocab_size=V)
+    result = evaluate_pretraining(Copier(), data, baselines=base)
     assert result["baselines"]["copy_or_unigram"]["kept"]["accuracy"] == 1.0
+    # [MASK] targets are 10..29: the unigram cross-entropy there is -mean log p(target), add-one smoothed
+    targets = torch.tensor([t for i in range(30) for t in (10 + i % 20, 11, 12)])
+    counts = torch.bincount(targets, minlength=V) + 1.0
+    expected = -(counts / counts.sum()).log()[torch.tensor([10 + i % 20 for i in range(30)])].mean()
+    assert result["unigram_mask_loss"] == pytest.approx(float(expected), rel=1e-6)
+    assert result["mask_loss"] > result["unigram_mask_loss"]      # the copier bets everything on [MASK]
     assert set(result["baselines"]) == {"unigram", "copy_or_unigram", "neighbour"}
 
 

@@ -1,0 +1,124 @@
+"""The sweep that chose the course pretraining recipe: held-out [MASK] accuracy per CPU-minute.
+
+Every candidate stays within ALBERT's definition (post-LN, factorized embeddings, all-shared layers,
+whole-word n-gram MLM with 80/10/10, MLM + SOP) and changes one or two of: model size, sequence
+length, batch, optimizer, peak learning rate, warmup. Each run is evaluated on a fixed seeded sample
+of the held-out split at regular steps, beside the unigram and neighbour-count baselines of the same
+positions; the step at which [MASK] accuracy leaves the unigram baseline's 95% interval is recorded,
+and at the end train and held-out [MASK] accuracy are compared (a model that only fits the training
+split is not learning language).
+
+    python benchmarks/pretraining_sweep.py --list
+    python benchmarks/pretraining_sweep.py --only small-seq64-adamw1e-3     # runs are merged into the JSON
+    python benchmarks/pretraining_sweep.py                                 # every candidate not yet run
+
+Results: assets/benchmarks/pretraining_sweep.json (one record per candidate, with its curve).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from minialbert import AlbertConfig
+from minialbert.corpus import pydocs_documents
+from minialbert.evaluation import MLMBaselines, evaluate_pretraining
+from minialbert.pretraining_data import COURSE_SEED, build_examples
+from minialbert.tokenizer import course_tokenizer
+from minialbert.train import TrainArgs, pretrain
+
+OUT = Path(__file__).resolve().parents[1] / "assets" / "benchmarks" / "pretraining_sweep.json"
+SMALL = {"hidden_size": 128, "num_layers": 4, "num_heads": 2, "intermediate_size": 512}
+EVAL_EXAMPLES = 600
+EVAL_POINTS = 8
+
+
+def candidate(preset="course-albert", model=None, seq=128, batch=32, optimizer="adamw", lr=1e-3, warmup=300,
+              steps=1000, mask_rate=0.15, about=""):
+    return dict(preset=preset, model=model or {}, seq=seq, batch=batch, optimizer=optimizer, lr=lr,
+                warmup=warmup, steps=steps, mask_rate=mask_rate, about=about)
+
+
+CANDIDATES = {
+    "course-lamb5e-3": candidate(optimizer="lamb", lr=5e-3, warmup=250, batch=16, steps=550,
+                                 about="the previous course recipe (H=256, 6 layers, LAMB 5e-3, batch 16)"),
+    "small-seq128-adamw1e-3": candidate(model=SMALL, seq=128, batch=32, steps=1000,
+                                        about="6x smaller model (H=128, 4 layers) at length 128"),
+    "small-seq64-adamw1e-3": candidate(model=SMALL, seq=64, batch=64, steps=1000,
+                                       about="the same tokens per step in sequences of 64"),
+    "small-seq32-adamw1e-3": candidate(model=SMALL, seq=32, batch=128, steps=1000,
+                                       about="the same tokens per step in sequences of 32"),
+    "small-seq64-adamw3e-3": candidate(model=SMALL, seq=64, batch=64, lr=3e-3, warmup=500, steps=1500,
+                                       about="a higher peak learning rate with a longer warmup"),
+    "small-seq64-mask40": candidate(model=SMALL, seq=64, batch=64, lr=1e-3, warmup=300, steps=1500,
+                                    mask_rate=0.4, about="40% of tokens predicted (Wettig et al. 2022)"),
+}
+
+
+def run(name: str, c: dict) -> dict:
+    tokenizer = course_tokenizer("course")
+    train, valid = (build_examples(pydocs_documents(split), tokenizer, "sop", c["seq"], COURSE_SEED,
+                                   dupe_factor=10, mask_rate=c["mask_rate"]) for split in ("train", "valid"))
+    baselines = MLMBaselines.fit(train)
+    cfg = AlbertConfig.preset(c["preset"], max_position_embeddings=max(c["seq"], 128), **c["model"])
+    every = max(1, c["steps"] // EVAL_POINTS)
+    args = TrainArgs(objective="sop", steps=c["steps"], batch_size=c["batch"], lr=c["lr"], warmup=c["warmup"],
+                     optimizer=c["optimizer"], eval_every=every, eval_examples=EVAL_EXAMPLES,
+                     checkpoint_every=0)
+
+    def show(r: dict) -> None:
+        if r["split"] == "valid":
+            print(f"{name} step {r['step']:5d} {r['seconds']:6.0f}s  [MASK] {100 * r['mask_accuracy']:5.1f}% "
+                  f"kept {100 * r['kept_accuracy']:5.1f}%  SOP {100 * r['sop_accuracy']:5.1f}% "
+                  f"(predicted swapped {100 * r['sop_predicted_1']:.0f}%)", flush=True)
+
+    result = pretrain(cfg, args, train, valid, callbacks=[show], progress=False)
+    curve = [r for r in result.history if r["split"] == "valid"]
+    final = evaluate_pretraining(result.model, valid, baselines, max_examples=EVAL_EXAMPLES)
+    on_train = evaluate_pretraining(result.model, train, baselines, max_examples=EVAL_EXAMPLES)
+    unigram_hi = final["baselines"]["unigram"]["mask"]["ci95"][1]      # same positions as every curve point
+    escape = next((r for r in curve if r["mask_ci95"][0] > unigram_hi), None)
+    return {**c, "parameters": sum(p.numel() for p in result.model.parameters()), "curve": curve,
+            "seconds_per_step": curve[-1]["seconds"] / c["steps"],
+            "escape_step": escape and escape["step"], "escape_seconds": escape and escape["seconds"],
+            "final_valid": final, "final_train_mask": on_train["mlm"]["mask"],
+            "eval_examples": EVAL_EXAMPLES, "valid_examples": len(valid)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", action="append",
+                   help="run this candidate (repeatable); default: those not yet run")
+    p.add_argument("--list", action="store_true")
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    results = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}}
+    if a.list:
+        for name, c in CANDIDATES.items():
+            print(f"{name:28s} {'done' if name in results['runs'] else 'todo':5s} {c['about']}")
+        return
+    for name in a.only or [n for n in CANDIDATES if n not in results["runs"]]:
+        if name not in CANDIDATES:
+            raise SystemExit(f"unknown candidate {name!r}; see --list")
+        results["runs"][name] = run(name, CANDIDATES[name])
+        results.update(machine=platform.processor() or platform.machine(), threads=a.threads,
+                       torch=torch.__version__, date=time.strftime("%Y-%m-%d"))
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        tmp = OUT.with_suffix(".tmp")
+        tmp.write_text(json.dumps(results, indent=1) + "\n")
+        tmp.replace(OUT)
+        r = results["runs"][name]
+        print(f"{name}: escape step {r['escape_step']} ({r['escape_seconds']} s), final held-out [MASK] "
+              f"{100 * r['final_valid']['mlm']['mask']['accuracy']:.1f}% vs train "
+              f"{100 * r['final_train_mask']['accuracy']:.1f}%, neighbour baseline "
+              f"{100 * r['final_valid']['baselines']['neighbour']['mask']['accuracy']:.1f}%", flush=True)
+
+
+if __name__ == "__main__":
+    main()
