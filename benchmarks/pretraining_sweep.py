@@ -55,6 +55,10 @@ CANDIDATES = {
                                        about="the same tokens per step in sequences of 32"),
     "small-seq64-adamw3e-3": candidate(model=SMALL, seq=64, batch=64, lr=3e-3, warmup=500, steps=1500,
                                        about="a higher peak learning rate with a longer warmup"),
+    "small-seq32-adamw3e-3": candidate(model=SMALL, seq=32, batch=128, lr=3e-3, warmup=300, steps=1500,
+                                       about="short sequences and a higher peak learning rate together"),
+    "small-seq64-long": candidate(model=SMALL, seq=64, batch=64, lr=1e-3, warmup=400, steps=4000,
+                                  about="a zoo-sized budget (about 15 minutes) at a moderate learning rate"),
     "small-seq64-mask40": candidate(model=SMALL, seq=64, batch=64, lr=1e-3, warmup=300, steps=1500,
                                     mask_rate=0.4, about="40% of tokens predicted (Wettig et al. 2022)"),
 }
@@ -106,7 +110,9 @@ def main() -> None:
     for name in a.only or [n for n in CANDIDATES if n not in results["runs"]]:
         if name not in CANDIDATES:
             raise SystemExit(f"unknown candidate {name!r}; see --list")
-        results["runs"][name] = run(name, CANDIDATES[name])
+        record = run(name, CANDIDATES[name])
+        results = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}}   # others may have written
+        results["runs"][name] = record
         results.update(machine=platform.processor() or platform.machine(), threads=a.threads,
                        torch=torch.__version__, date=time.strftime("%Y-%m-%d"))
         OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -12,37 +13,61 @@ from .download import atomic_write
 from .scale import Scale, current_scale
 
 
-def plot_history(records: list[dict], axes=None, smooth: int = 20):
-    """Two panels from pretrain() metrics: losses (train smoothed, held-out) and held-out accuracy."""
+def _trailing_mean(values: list[float], window: int) -> list[float]:
+    """Mean of the last `window` values at each point: readable curves, not noisy ones."""
+    return [sum(values[max(0, i - window + 1):i + 1]) / len(values[max(0, i - window + 1):i + 1])
+            for i in range(len(values))]
+
+
+def plot_history(records: list[dict], axes=None, smooth: int = 20, baselines: dict | None = None):
+    """Three panels from pretrain() metrics: MLM loss, sentence-task loss, held-out accuracies.
+
+    MLM loss: train (smoothed), held-out on all predicted positions and on [MASK] positions, beside
+    the unigram's [MASK] loss if `baselines` has "unigram_mask_loss"; the axis fits the curves, so
+    the gap to the baseline is visible. Sentence loss on its own axis, with chance (ln 2). Accuracy
+    by what the input showed, beside baselines["mask"] = {name: accuracy} if given.
+    """
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    ax_loss, ax_acc = axes
-    ax_loss.clear()
-    ax_acc.clear()
+        _, axes = plt.subplots(1, 3, figsize=(14, 3.6))
+    ax_mlm, ax_sent, ax_acc = axes
+    for ax in axes:
+        ax.clear()
+    baselines = baselines or {}
     train = [r for r in records if r["split"] == "train"]
     valid = [r for r in records if r["split"] == "valid"]
+    task = next((k[:3] for k in (train or valid or [{}])[0] if k in ("sop_loss", "nsp_loss")), None)
     if train:
         steps = [r["step"] for r in train]
-        for key, label in (("mlm_loss", "MLM (train)"), ("sop_loss", "SOP (train)"),
-                           ("nsp_loss", "NSP (train)")):
-            if key in train[0]:
-                values = [r[key] for r in train]
-                avg = [sum(values[max(0, i - smooth + 1):i + 1]) / len(values[max(0, i - smooth + 1):i + 1])
-                       for i in range(len(values))]                   # trailing mean: readable, not noisy
-                ax_loss.plot(steps, avg, label=label)
+        ax_mlm.plot(steps, _trailing_mean([r["mlm_loss"] for r in train], smooth),
+                    label="train (all predicted)")
+        if task:
+            ax_sent.plot(steps, _trailing_mean([r[f"{task}_loss"] for r in train], smooth),
+                         label=f"{task.upper()} (train)")
     if valid:
         steps = [r["step"] for r in valid]
-        ax_loss.plot(steps, [r["mlm_loss"] for r in valid], "o--", label="MLM (held-out)")
-        for key, label in (("mlm_accuracy", "MLM accuracy"), ("sop_accuracy", "SOP accuracy"),
-                           ("nsp_accuracy", "NSP accuracy")):
-            if key in valid[0]:
+        ax_mlm.plot(steps, [r["mlm_loss"] for r in valid], "o--", label="held-out (all predicted)")
+        if "mask_loss" in valid[0]:
+            ax_mlm.plot(steps, [r["mask_loss"] for r in valid], "s-", label="held-out ([MASK] positions)")
+        for key, label in (("mask_accuracy", "[MASK] positions"), ("mlm_accuracy", "all predicted"),
+                           ("kept_accuracy", "kept (copyable)"), (f"{task}_accuracy", str(task).upper())):
+            if key in valid[0] and valid[0][key] is not None:
                 ax_acc.plot(steps, [r[key] for r in valid], "o-", label=label)
-    ax_loss.set(xlabel="step", ylabel="loss (nats)", title="pretraining loss")
+    if "unigram_mask_loss" in baselines:
+        ax_mlm.axhline(baselines["unigram_mask_loss"], color="gray", ls=":", label="unigram ([MASK])")
+    for name, value in baselines.get("mask", {}).items():
+        ax_acc.axhline(value, ls=":", lw=1, color="gray" if name == "unigram" else "tab:brown",
+                       label=f"{name} baseline ([MASK])")
+    if task:
+        ax_sent.axhline(math.log(2), color="black", ls=":", lw=0.8, label="chance (ln 2)")
+        ax_acc.axhline(0.5, color="black", ls=":", lw=0.8)
+    ax_mlm.set(xlabel="step", ylabel="cross-entropy (nats)", title="MLM loss")
+    ax_sent.set(xlabel="step", ylabel="cross-entropy (nats)",
+                title=f"{task.upper()} loss" if task else "no sentence task")
     ax_acc.set(xlabel="step", ylabel="held-out accuracy", title="held-out accuracy", ylim=(0, 1))
     for ax in axes:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="best", fontsize=8)
+            ax.legend(loc="best", fontsize=7)
     return axes
 
 
@@ -55,7 +80,7 @@ class LiveCurves:
 
     def __init__(self, every: int = 25, smooth: int = 20):
         self.every, self.smooth, self.records = every, smooth, []
-        self.fig, self.axes = plt.subplots(1, 2, figsize=(11, 3.6))
+        self.fig, self.axes = plt.subplots(1, 3, figsize=(14, 3.6))
         plt.close(self.fig)                   # shown through a display handle, not at the cell's end
         self._handle = None
 
