@@ -5,7 +5,7 @@ PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 NOTEBOOKS = notebooks
 
-.PHONY: install test test-fast notebooks figures lab lint clean
+.PHONY: install test test-fast notebooks zoo figures lab lint clean
 
 install: $(STAMP)
 
@@ -31,8 +31,12 @@ notebooks: $(STAMP)
 	  MINIALBERT_SCALE=$${MINIALBERT_SCALE:-course} $(PY) -m jupyter nbconvert --to notebook --execute \
 	    --inplace --ExecutePreprocessor.timeout=1800 $$nb || exit 1; done
 
-# Regenerate the course figures (assets/figures) at $MINIALBERT_SCALE (default: course).
-figures: $(STAMP)
+# Build the course model zoo (cached, resumable pretraining runs) at $MINIALBERT_SCALE (default: course).
+zoo: $(STAMP)
+	$(PY) -m minialbert zoo
+
+# Regenerate the course figures (assets/figures) at $MINIALBERT_SCALE (default: course); the zoo first.
+figures: zoo
 	$(PY) -m minialbert figures
 
 lab: $(STAMP)

@@ -18,6 +18,7 @@ Results: assets/benchmarks/pretraining_sweep.json (one record per candidate, wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import time
@@ -28,20 +29,22 @@ import torch
 from minialbert import AlbertConfig
 from minialbert.corpus import pydocs_documents
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
+from minialbert.model import Encoder
 from minialbert.pretraining_data import COURSE_SEED, build_examples
 from minialbert.tokenizer import course_tokenizer
 from minialbert.train import TrainArgs, pretrain
 
 OUT = Path(__file__).resolve().parents[1] / "assets" / "benchmarks" / "pretraining_sweep.json"
 SMALL = {"hidden_size": 128, "num_layers": 4, "num_heads": 2, "intermediate_size": 512}
+TINY = {"hidden_size": 64, "embedding_size": 64, "num_layers": 2, "num_heads": 2, "intermediate_size": 256}
 EVAL_EXAMPLES = 600
 EVAL_POINTS = 8
 
 
 def candidate(preset="course-albert", model=None, seq=128, batch=32, optimizer="adamw", lr=1e-3, warmup=300,
-              steps=1000, mask_rate=0.15, about=""):
+              steps=1000, mask_rate=0.15, local_attention=False, about=""):
     return dict(preset=preset, model=model or {}, seq=seq, batch=batch, optimizer=optimizer, lr=lr,
-                warmup=warmup, steps=steps, mask_rate=mask_rate, about=about)
+                warmup=warmup, steps=steps, mask_rate=mask_rate, local_attention=local_attention, about=about)
 
 
 CANDIDATES = {
@@ -59,9 +62,32 @@ CANDIDATES = {
                                        about="short sequences and a higher peak learning rate together"),
     "small-seq64-long": candidate(model=SMALL, seq=64, batch=64, lr=1e-3, warmup=400, steps=4000,
                                   about="a zoo-sized budget (about 15 minutes) at a moderate learning rate"),
+    "tiny-seq32": candidate(model=TINY, seq=32, batch=64, steps=1000, warmup=100,
+                            about="a tiny model (H=64, 2 layers): the control for the next one"),
+    "tiny-seq32-local-attention": candidate(
+        model=TINY, seq=32, batch=64, steps=1000, warmup=100, local_attention=True,
+        about="DIAGNOSTIC, not ALBERT: attention restricted to the two neighbours, so the model need not "
+              "discover where to look"),
     "small-seq64-mask40": candidate(model=SMALL, seq=64, batch=64, lr=1e-3, warmup=300, steps=1500,
                                     mask_rate=0.4, about="40% of tokens predicted (Wettig et al. 2022)"),
 }
+
+
+@contextlib.contextmanager
+def neighbours_only(enabled: bool):
+    """The diagnostic: every position may attend only to its left and right neighbour (not itself)."""
+    forward = Encoder.forward
+
+    def banded(self, x, attend, key_lengths=None, output_hidden_states=False):
+        i = torch.arange(x.shape[1], device=x.device)
+        band = (i[:, None] - i[None, :]).abs() == 1                       # (N, N)
+        return forward(self, x, attend & band, key_lengths, output_hidden_states)
+
+    Encoder.forward = banded if enabled else forward
+    try:
+        yield
+    finally:
+        Encoder.forward = forward
 
 
 def run(name: str, c: dict) -> dict:
@@ -81,7 +107,8 @@ def run(name: str, c: dict) -> dict:
                   f"kept {100 * r['kept_accuracy']:5.1f}%  SOP {100 * r['sop_accuracy']:5.1f}% "
                   f"(predicted swapped {100 * r['sop_predicted_1']:.0f}%)", flush=True)
 
-    result = pretrain(cfg, args, train, valid, callbacks=[show], progress=False)
+    with neighbours_only(c["local_attention"]):
+        result = pretrain(cfg, args, train, valid, callbacks=[show], progress=False)
     curve = [r for r in result.history if r["split"] == "valid"]
     final = evaluate_pretraining(result.model, valid, baselines, max_examples=EVAL_EXAMPLES)
     on_train = evaluate_pretraining(result.model, train, baselines, max_examples=EVAL_EXAMPLES)

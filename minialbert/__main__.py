@@ -175,8 +175,9 @@ def cmd_zoo(args: argparse.Namespace) -> None:
         zoo.entry(name)                                  # unknown names fail before any work
     if args.list:
         for r in zoo.status(scale, args.only):
+            left = "?" if r["minutes_left"] is None else f"{r['minutes_left']:.1f}"
             print(f"{r['name']:20s} {r['state']:8s} {r['steps_done']:>6d}/{r['steps']:<6d} "
-                  f"~{r['minutes_left']:5.1f} min left  {r['about']}")
+                  f"~{left:>5s} min left  {r['about']}")
         return
     print(zoo.format_summary(zoo.build(args.only, scale)))
 

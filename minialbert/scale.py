@@ -31,7 +31,7 @@ class Scale:
     optimizer: str = "lamb"     # lamb | adamw
     zoo_steps: int = 0          # steps of every model-zoo entry (one budget, so entries compare)
     zoo_evals: int = 5          # held-out evaluations per zoo run (the curves of the replication lessons)
-    step_seconds: float = 0.0   # measured seconds per step on a 2-core CPU (for time estimates only)
+    step_seconds: float = 0.0   # measured seconds per step (time estimates only; 0 = not measured)
 
 
 SCALES = {
@@ -40,10 +40,10 @@ SCALES = {
                 zoo_steps=30, step_seconds=0.02),
     "course": Scale("course", "course-albert", "course-bert", vocab_size=4000, max_documents=None,
                     max_seq_len=128, batch_size=16, pretrain_steps=550, learning_rate=5e-3,
-                    warmup_steps=250, eval_every=110, dupe_factor=10),
+                    warmup_steps=250, eval_every=110, dupe_factor=10, zoo_steps=1500, step_seconds=0.45),
     "gpu": Scale("gpu", "gpu-albert", "gpu-bert", vocab_size=6000, max_documents=None, max_seq_len=256,
                  batch_size=128, pretrain_steps=20000, learning_rate=1.76e-3, warmup_steps=1000,
-                 eval_every=1000, dupe_factor=10),
+                 eval_every=1000, dupe_factor=10, zoo_steps=20000),
 }
 
 

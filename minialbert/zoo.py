@@ -106,8 +106,9 @@ def status(scale: Scale | str | None = None, names: Sequence[str] | None = None)
         done = _steps_done(run_dir)
         state = "built" if done >= steps and (run_dir / "evaluation.json").exists() else (
             "partial" if done else "missing")
+        minutes = (steps - done) * scale.step_seconds / 60 if scale.step_seconds else None  # None: unmeasured
         rows.append({"name": name, "state": state, "steps_done": done, "steps": steps,
-                     "minutes_left": (steps - done) * scale.step_seconds / 60, "dir": str(run_dir),
+                     "minutes_left": minutes, "dir": str(run_dir),
                      "about": e.about})
     return rows
 
@@ -125,7 +126,7 @@ def load(name: str, scale: Scale | str | None = None, progress: bool = True,
     row = status(scale, [name])[0]
     if row["state"] != "built":
         print(f"zoo entry {name!r} ({scale.name} scale) is {row['state']}: training "
-              f"{row['steps'] - row['steps_done']} steps, about {row['minutes_left']:.0f} min on 2 cores; "
+              f"{row['steps'] - row['steps_done']} steps ({_minutes(row['minutes_left'])}); "
               f"cached in {run_dir}", flush=True)
         _train(e, scale, run_dir, progress, callbacks)
     return load_checkpoint(run_dir)
@@ -142,6 +143,10 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
     model = load_checkpoint(run_dir)
     result = evaluate_pretraining(model, valid, MLMBaselines.fit(train, model.config.vocab_size))
     atomic_write(run_dir / "evaluation.json", (json.dumps(result, indent=2) + "\n").encode())
+
+
+def _minutes(minutes: float | None) -> str:
+    return "time not measured at this scale" if minutes is None else f"about {minutes:.0f} min on 2 cores"
 
 
 def evaluation(name: str, scale: Scale | str | None = None) -> dict:

@@ -88,3 +88,12 @@ def test_cli_lists_and_rejects_unknown_names(capsys):
     assert all(name in out for name in zoo.ENTRIES) and "missing" in out
     assert main(["zoo", "--scale", "ci", "--only", "nope"]) == 2
     assert "unknown zoo entry 'nope'" in capsys.readouterr().err
+
+
+def test_the_whole_ci_zoo_builds_from_the_cli(capsys):
+    from minialbert.__main__ import main
+
+    assert main(["zoo", "--scale", "ci"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in zoo.ENTRIES) and "missing" not in out
+    assert {r["state"] for r in zoo.status("ci")} == {"built"}
