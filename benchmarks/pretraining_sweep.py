@@ -107,11 +107,11 @@ def run(name: str, c: dict) -> dict:
                   f"kept {100 * r['kept_accuracy']:5.1f}%  SOP {100 * r['sop_accuracy']:5.1f}% "
                   f"(predicted swapped {100 * r['sop_predicted_1']:.0f}%)", flush=True)
 
-    with neighbours_only(c["local_attention"]):
+    with neighbours_only(c["local_attention"]):                     # the diagnostic evaluates as it trained
         result = pretrain(cfg, args, train, valid, callbacks=[show], progress=False)
+        final = evaluate_pretraining(result.model, valid, baselines, max_examples=EVAL_EXAMPLES)
+        on_train = evaluate_pretraining(result.model, train, baselines, max_examples=EVAL_EXAMPLES)
     curve = [r for r in result.history if r["split"] == "valid"]
-    final = evaluate_pretraining(result.model, valid, baselines, max_examples=EVAL_EXAMPLES)
-    on_train = evaluate_pretraining(result.model, train, baselines, max_examples=EVAL_EXAMPLES)
     unigram_hi = final["baselines"]["unigram"]["mask"]["ci95"][1]      # same positions as every curve point
     escape = next((r for r in curve if r["mask_ci95"][0] > unigram_hi), None)
     return {**c, "parameters": sum(p.numel() for p in result.model.parameters()), "curve": curve,

@@ -1,4 +1,4 @@
-"""Pretraining: the loop, evaluation, crash-safe checkpoints with exact resume, and DDP under torchrun.
+"""Pretraining: the loop, crash-safe checkpoints with exact resume, and DDP under torchrun.
 
 One global batch of `batch_size` examples per optimizer step, whatever the number of processes and
 gradient-accumulation micro-batches: the losses are sums divided by the *global* number of predicted
