@@ -261,7 +261,7 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict) -> AlbertFor
         if not bad and all(h in sd for h in parts):
             loaded[key] = torch.cat([sd[h] for h in parts]) if len(parts) > 1 else sd[parts[0]]
             if not loaded[key].is_floating_point():
-                misshaped.append(f"{hf}: dtype {loaded[key].dtype}, expected a floating-point tensor")
+                problems.append(f"{hf} has dtype {loaded[key].dtype}; weights must be floating-point")
             elif not torch.isfinite(loaded[key]).all():
                 problems.append(f"{hf} holds NaN or infinite values; the checkpoint is damaged")
     if missing:
@@ -269,7 +269,7 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict) -> AlbertFor
     if unexpected:
         problems.append(f"unexpected keys (no place for them in this config): {_short(unexpected)}")
     if misshaped:
-        problems.append(f"mis-shaped or mis-typed keys: {_short(misshaped)}")
+        problems.append(f"mis-shaped keys: {_short(misshaped)}")
     if problems:
         found = [p for p in ("pooler", "mlm", "sentence") if present[p]] or ["none"]
         raise ValueError(f"cannot load this checkpoint as {_FAMILY_NAME[family]} (encoder prefix {prefix!r}, "
