@@ -18,8 +18,9 @@ from pathlib import Path
 SHARING = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 ATTENTION_BACKENDS = ("math", "sdpa", "triton")
-POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-                 "max_position_embeddings", "type_vocab_size", "num_hidden_groups", "inner_group_num")
+POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+                 "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_hidden_groups",
+                 "inner_group_num")
 PROBABILITIES = ("hidden_dropout_prob", "attention_dropout_prob", "classifier_dropout_prob")
 
 

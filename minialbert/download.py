@@ -28,7 +28,11 @@ class DownloadError(RuntimeError):
 def cache_dir() -> Path:
     """The cache directory: $MINIALBERT_CACHE, else ~/.cache/minialbert (created if missing)."""
     path = Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "minialbert").expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot use {path} as the minialbert cache ({e.strerror}); set {CACHE_ENV_VAR} "
+                         "to a writable directory") from None
     return path
 
 
