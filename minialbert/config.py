@@ -41,7 +41,8 @@ class AlbertConfig:
     layer_norm_eps: float = 1e-12
     initializer_range: float = 0.02
     sharing: str = "all"                 # all | attention | ffn | none (Table 4 of the paper)
-    num_hidden_groups: int | None = None  # HF layout: layer i uses group i // (num_layers / groups);
+    num_hidden_groups: int | None = None  # sharing="all" only (else num_layers): layer i uses group
+                                          # i // (num_layers / groups), HF's layout;
     inner_group_num: int = 1             # each group holds inner_group_num distinct layers
     embedding_projection: bool = True    # E -> H linear map; BERT has none (E must equal H)
     attention_backend: str = "sdpa"      # math (explicit, for teaching) | sdpa (fused) | triton
@@ -52,15 +53,15 @@ class AlbertConfig:
         self.validate()
 
     def _resolve_groups(self) -> None:
-        """Derive num_hidden_groups: 1 for sharing="all", num_layers otherwise (one group per layer).
+        """Derive num_hidden_groups: 1 for sharing="all" when unset; num_layers for any other sharing.
 
-        Only sharing="all" has a choice of groups, so with any other sharing the all-shared default 1
-        (carried over by dataclasses.replace from an "all" config) is re-derived too.
+        Only sharing="all" has a choice of groups; with other sharing every layer is its own group,
+        whatever value dataclasses.replace carried over from the config it copied.
         """
-        groups = self.num_hidden_groups
-        if groups is None or (self.sharing in SHARING[1:] and groups == 1):
-            derived = 1 if self.sharing == "all" else self.num_layers
-            object.__setattr__(self, "num_hidden_groups", derived)   # frozen: set once, here
+        if self.sharing != "all" and self.sharing in SHARING:
+            object.__setattr__(self, "num_hidden_groups", self.num_layers)   # frozen: set once, here
+        elif self.num_hidden_groups is None:
+            object.__setattr__(self, "num_hidden_groups", 1)
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
@@ -93,10 +94,9 @@ class AlbertConfig:
         if self.num_layers % self.num_hidden_groups:
             raise ValueError(f"num_hidden_groups {self.num_hidden_groups} does not divide num_layers "
                              f"{self.num_layers}; use a divisor of num_layers")
-        if self.sharing != "all" and (self.num_hidden_groups != self.num_layers or self.inner_group_num != 1):
+        if self.sharing != "all" and self.inner_group_num != 1:
             raise ValueError(f"sharing={self.sharing!r} gives every layer its own group: leave "
-                             f"num_hidden_groups unset (or {self.num_layers}) and inner_group_num=1; "
-                             f"groups are an option of sharing='all'")
+                             f"inner_group_num=1; groups are an option of sharing='all'")
         if (self.sharing == "all" and self.num_layers > 1 and self.inner_group_num == 1
                 and self.num_hidden_groups == self.num_layers):
             raise ValueError(f"sharing='all' with num_hidden_groups = num_layers = {self.num_layers} shares "

@@ -17,7 +17,6 @@ from minialbert.config import AlbertConfig
     (dict(sharing="some"), "unknown sharing 'some'; choose one of all, attention, ffn, none"),
     (dict(hidden_act="swish"), "unknown hidden_act 'swish'"),
     (dict(attention_backend="flash"), "unknown attention_backend 'flash'"),
-    (dict(sharing="ffn", num_hidden_groups=2), "sharing='ffn' gives every layer its own group"),
     (dict(sharing="none", inner_group_num=2), "sharing='none' gives every layer its own group"),
     (dict(embedding_projection=False), "embedding_projection=False needs embedding_size == hidden_size"),
     (dict(hidden_dropout_prob=1.0), "hidden_dropout_prob must be in [0, 1)"),
@@ -46,6 +45,7 @@ def test_groups_default_follows_sharing():
     assert AlbertConfig(sharing="all").num_hidden_groups == 1
     assert AlbertConfig(sharing="none", num_layers=6).num_hidden_groups == 6
     assert AlbertConfig(sharing="all").replace(sharing="attention").num_hidden_groups == 12
+    assert AlbertConfig(sharing="ffn", num_hidden_groups=2).num_hidden_groups == 12   # only "all" has groups
 
 
 def test_round_trip_through_json(tmp_path):
