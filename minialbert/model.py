@@ -317,8 +317,8 @@ class AlbertForPretraining(nn.Module):
 
 
 def _check_labels(name: str, labels, shape: tuple, classes: int, ignore: int | None) -> None:
-    """labels: an integer tensor of `shape` with values in [0, classes), or `ignore`."""
-    if not isinstance(labels, torch.Tensor) or labels.dtype not in ID_DTYPES or tuple(labels.shape) != shape:
+    """labels: an int64 tensor (what cross_entropy takes) of `shape`, values in [0, classes) or `ignore`."""
+    if not isinstance(labels, torch.Tensor) or labels.dtype != torch.int64 or tuple(labels.shape) != shape:
         got = f"{labels.dtype} {tuple(labels.shape)}" if isinstance(labels, torch.Tensor) else type(labels)
         raise ValueError(f"{name} must be an int64 tensor of shape {shape}, got {got}")
     real = labels if ignore is None else labels[labels != ignore]
