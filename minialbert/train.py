@@ -407,7 +407,7 @@ class NonFiniteError(FloatingPointError):
     """A loss, gradient or parameter became NaN or infinite: the run stops before saving it."""
 
 
-class RunLockedError(RuntimeError):
+class RunLockedError(OSError):
     """Another live process holds the run directory's lock."""
 
 

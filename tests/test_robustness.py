@@ -126,8 +126,9 @@ def test_a_non_finite_loss_stops_the_run_and_latest_stays_good(tmp_path):
 def test_a_second_run_on_a_locked_directory_is_refused(tmp_path):
     data = synthetic_examples(16)
     with run_lock(tmp_path):
-        with pytest.raises(RunLockedError, match=f"in use by another run \\(PID {os.getpid()}"):
+        with pytest.raises(RunLockedError, match=f"in use by another run \\(PID {os.getpid()}") as info:
             pretrain(TINY, args(steps=1, warmup=0), data, out_dir=tmp_path, progress=False)
+    assert isinstance(info.value, OSError)                                  # the CLI's one-line kind
     assert not (tmp_path / "checkpoints").exists()
 
 
