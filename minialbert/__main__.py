@@ -113,6 +113,9 @@ def build_parser() -> Parser:
     fig = sub.add_parser("figures", help="regenerate the course figures under assets/figures",
                          description="Regenerate the course figures (PNG + JSON) at a scale.")
     fig.add_argument("--scale", choices=list(SCALES), help=scale_help)
+    for command in (pre, ev, fig):       # --debug also after the command; unset there unless given
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show the full traceback of an error")
     return p
 
 

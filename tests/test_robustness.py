@@ -259,8 +259,9 @@ def test_unexpected_errors_and_ctrl_c_are_one_line_and_debug_shows_traceback(mon
     assert main(["figures"]) == 1
     assert capsys.readouterr().err == ("minialbert: error: TypeError: something odd "
                                        "(run with --debug for the traceback)\n")
-    with pytest.raises(TypeError):
-        main(["--debug", "figures"])
+    for argv in (["--debug", "figures"], ["figures", "--debug"]):
+        with pytest.raises(TypeError):
+            main(argv)
 
     def interrupted(args):
         raise KeyboardInterrupt
