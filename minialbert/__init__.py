@@ -7,3 +7,12 @@ from .model import AlbertForPretraining, AlbertModel, count_parameters, paramete
 __all__ = ["PRESETS", "AlbertConfig", "AlbertModel", "AlbertForPretraining", "count_parameters",
            "parameter_breakdown", "hf"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """`ma.kernels` imports the Triton kernels on first use, so `import minialbert` never needs triton."""
+    if name == "kernels":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.kernels")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

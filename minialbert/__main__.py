@@ -2,6 +2,7 @@
 
 Defaults come from the scale ($MINIALBERT_SCALE or --scale). Under torchrun, `pretrain` runs
 DistributedDataParallel with one process per rank; only rank 0 prints, logs and checkpoints.
+Every error is one line on stderr and a non-zero exit status; --debug shows the traceback.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from .scale import SCALES, current_scale
@@ -34,8 +36,27 @@ def parse_override(text: str) -> tuple[str, object]:
         return key, value
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def directory(text: str) -> Path:
+    """argparse type: a non-empty path (an empty --out would write the run into the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a directory name, got an empty string")
+    return Path(text)
+
+
 def build_parser() -> Parser:
     p = Parser(prog="minialbert", description="ALBERT from scratch: pretrain, evaluate, make the figures.")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     scale_help = f"sizes for defaults and data: {', '.join(SCALES)} (default: $MINIALBERT_SCALE or course)"
 
@@ -43,10 +64,13 @@ def build_parser() -> Parser:
                          description="Pretrain ALBERT (or its BERT twin) with MLM, MLM+NSP or MLM+SOP. "
                                      "Options left out take the scale's values. Launch with torchrun "
                                      "--nproc_per_node=N for DistributedDataParallel.")
-    pre.add_argument("--out", required=True, type=Path,
+    pre.add_argument("--out", required=True, type=directory,
                      help="run directory: config, metrics.jsonl and checkpoints go here")
     pre.add_argument("--resume", action="store_true",
                      help="continue from the run directory's latest checkpoint")
+    pre.add_argument("--resume-from", type=Path, metavar="STEP_DIR",
+                     help="continue from this checkpoint (e.g. OUT/checkpoints/step-000100 when the latest "
+                          "one is damaged); later checkpoints are replaced as the run reaches them")
     pre.add_argument("--scale", choices=list(SCALES), help=scale_help)
     pre.add_argument("--preset", help="AlbertConfig preset, e.g. course-albert or course-bert "
                                       "(default: the scale's ALBERT preset)")
@@ -72,7 +96,7 @@ def build_parser() -> Parser:
     pre.add_argument("--checkpoint-every", type=int,
                      help="steps between checkpoints (default: the scale's eval interval)")
     pre.add_argument("--keep-last", type=int, default=2, help="checkpoints kept on disk (default: 2)")
-    pre.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    pre.add_argument("--threads", type=positive_int, help="torch CPU threads (default: torch's choice)")
     pre.add_argument("--quiet", action="store_true", help="no progress bar")
 
     ev = sub.add_parser("evaluate", help="held-out MLM and sentence-task accuracy of a checkpoint",
@@ -104,6 +128,9 @@ def build_parser() -> Parser:
     fig = sub.add_parser("figures", help="regenerate the course figures under assets/figures",
                          description="Regenerate the course figures (PNG + JSON) at a scale.")
     fig.add_argument("--scale", choices=list(SCALES), help=scale_help)
+    for command in (pre, ev, fig):       # --debug also after the command; unset there unless given
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show the full traceback of an error")
     return p
 
 
@@ -131,7 +158,7 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
     valid = course_pretraining_data(args.objective, "valid", scale)
     try:
         result = pretrain(cfg, train_args, train, valid, out_dir=args.out, resume=args.resume,
-                          progress=not args.quiet)
+                          progress=not args.quiet, resume_from=args.resume_from)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -188,16 +215,35 @@ def cmd_figures(args: argparse.Namespace) -> None:
     make_figures(current_scale(args.scale))
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"minialbert: warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo,
                "figures": cmd_figures}[args.command]
+    if not args.debug:
+        warnings.formatwarning = _one_line_warning
     try:
         command(args)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:   # bad input: one line, no traceback
-        sys.stderr.write(f"minialbert: error: {e}\n")
-        return 2
+    except KeyboardInterrupt:
+        out = getattr(args, "out", None)
+        note = f"; the last checkpoint in {out} is intact (continue with --resume)" if out else ""
+        sys.stderr.write(f"minialbert: interrupted{note}\n")
+        return 130
+    except Exception as e:                    # one line, no traceback (unless --debug)
+        if args.debug:
+            raise
+        expected = isinstance(e, (ValueError, OSError, ImportError, FloatingPointError))
+        text = str(e).strip() or type(e).__name__
+        if expected:
+            sys.stderr.write(f"minialbert: error: {text}\n")
+        else:
+            sys.stderr.write(f"minialbert: error: {type(e).__name__}: {text.splitlines()[0]} "
+                             f"(run with --debug for the traceback)\n")
+        return 2 if expected else 1
     return 0
 
 

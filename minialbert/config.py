@@ -2,21 +2,29 @@
 
 One dataclass covers both models: BERT is ALBERT with `sharing="none"`, E = H and no E->H
 projection. Presets hold the paper's Table 1 sizes and the small sizes this course trains.
+The config is frozen, so a model always matches the config it was built from: change a field
+with `cfg.replace(...)` or `dataclasses.replace(cfg, ...)`, which validate again and re-derive
+num_hidden_groups.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 SHARING = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 ATTENTION_BACKENDS = ("math", "sdpa", "triton")
+POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+                 "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_hidden_groups",
+                 "inner_group_num")
+PROBABILITIES = ("hidden_dropout_prob", "attention_dropout_prob", "classifier_dropout_prob")
 
 
-@dataclass
+@dataclass(frozen=True)
 class AlbertConfig:
     vocab_size: int = 30000              # V: SentencePiece pieces
     embedding_size: int = 128            # E: width of token/position/type embeddings
@@ -33,34 +41,46 @@ class AlbertConfig:
     layer_norm_eps: float = 1e-12
     initializer_range: float = 0.02
     sharing: str = "all"                 # all | attention | ffn | none (Table 4 of the paper)
-    num_hidden_groups: int | None = None  # HF layout: layer i uses group i // (num_layers / groups);
+    num_hidden_groups: int | None = None  # sharing="all" only (else num_layers): layer i uses group
+                                          # i // (num_layers / groups), HF's layout;
     inner_group_num: int = 1             # each group holds inner_group_num distinct layers
     embedding_projection: bool = True    # E -> H linear map; BERT has none (E must equal H)
     attention_backend: str = "sdpa"      # math (explicit, for teaching) | sdpa (fused) | triton
     pad_token_id: int = 0
 
     def __post_init__(self) -> None:
-        if self.num_hidden_groups is None:   # resolve the default so the config is explicit
-            self.num_hidden_groups = 1 if self.sharing == "all" else self.num_layers
+        self._resolve_groups()
         self.validate()
+
+    def _resolve_groups(self) -> None:
+        """Derive num_hidden_groups: 1 for sharing="all" when unset; num_layers for any other sharing.
+
+        Only sharing="all" has a choice of groups; with other sharing every layer is its own group,
+        whatever value dataclasses.replace carried over from the config it copied.
+        """
+        if self.sharing != "all" and self.sharing in SHARING:
+            object.__setattr__(self, "num_hidden_groups", self.num_layers)   # frozen: set once, here
+        elif self.num_hidden_groups is None:
+            object.__setattr__(self, "num_hidden_groups", 1)
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Raise ValueError naming the field and the fix for every impossible combination."""
-        positive = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
-                    "intermediate_size", "max_position_embeddings", "type_vocab_size",
-                    "num_hidden_groups", "inner_group_num")
-        for name in positive:
+        for name in POSITIVE_INTS + ("pad_token_id",):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("hidden_dropout_prob", "attention_dropout_prob", "classifier_dropout_prob"):
-            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (name != "pad_token_id"):
+                kind = "a non-negative" if name == "pad_token_id" else "a positive"
+                raise ValueError(f"{name} must be {kind} integer, got {value!r}")
+        for name in PROBABILITIES:
+            value = _real(self, name)
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
-        if not self.layer_norm_eps > 0:
-            raise ValueError(f"layer_norm_eps must be positive, got {self.layer_norm_eps!r}")
-        if not 0 <= self.pad_token_id < self.vocab_size:
+        for name in ("layer_norm_eps", "initializer_range"):
+            if not 0 < _real(self, name) < math.inf:
+                raise ValueError(f"{name} must be a finite positive number, got {getattr(self, name)!r}")
+        if not isinstance(self.embedding_projection, bool):
+            raise ValueError(f"embedding_projection must be True or False, got {self.embedding_projection!r}")
+        if self.pad_token_id >= self.vocab_size:
             raise ValueError(f"pad_token_id {self.pad_token_id} must be a valid id below vocab_size "
                              f"{self.vocab_size}")
         for name, allowed in (("sharing", SHARING), ("hidden_act", ACTIVATIONS),
@@ -74,10 +94,14 @@ class AlbertConfig:
         if self.num_layers % self.num_hidden_groups:
             raise ValueError(f"num_hidden_groups {self.num_hidden_groups} does not divide num_layers "
                              f"{self.num_layers}; use a divisor of num_layers")
-        if self.sharing != "all" and (self.num_hidden_groups != self.num_layers or self.inner_group_num != 1):
+        if self.sharing != "all" and self.inner_group_num != 1:
             raise ValueError(f"sharing={self.sharing!r} gives every layer its own group: leave "
-                             f"num_hidden_groups unset (or {self.num_layers}) and inner_group_num=1; "
-                             f"groups are an option of sharing='all'")
+                             f"inner_group_num=1; groups are an option of sharing='all'")
+        if (self.sharing == "all" and self.num_layers > 1 and self.inner_group_num == 1
+                and self.num_hidden_groups == self.num_layers):
+            raise ValueError(f"sharing='all' with num_hidden_groups = num_layers = {self.num_layers} shares "
+                             f"nothing; for one shared layer set num_hidden_groups=None (it derives 1), "
+                             f"for no sharing use sharing='none'")
         if not self.embedding_projection and self.embedding_size != self.hidden_size:
             raise ValueError(f"embedding_projection=False needs embedding_size == hidden_size, got "
                              f"{self.embedding_size} != {self.hidden_size}; set embedding_projection=True")
@@ -92,14 +116,15 @@ class AlbertConfig:
         fields = dataclasses.asdict(self)
         if "sharing" in changes or "num_layers" in changes:
             fields["num_hidden_groups"] = None
-        fields.update(changes)
-        return AlbertConfig(**fields)
+        return AlbertConfig.from_dict({**fields, **changes})
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> AlbertConfig:
+        if not isinstance(d, dict):
+            raise ValueError(f"an AlbertConfig is read from a dict of fields, got {type(d).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -125,7 +150,15 @@ class AlbertConfig:
         """A named configuration: the paper's Table 1 sizes or a course size (see PRESETS)."""
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-        return cls(**{**PRESETS[name], **changes})
+        return cls.from_dict({**PRESETS[name], **changes})
+
+
+def _real(cfg: AlbertConfig, name: str) -> float:
+    """A float field's value, or ValueError naming it when it is not a real number (None, str, bool, NaN)."""
+    value = getattr(cfg, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    return value
 
 
 # The paper's Table 1 (V = 30,000, 512 positions). FFN = 4H; heads = H/64 except xlarge,

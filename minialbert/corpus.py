@@ -23,13 +23,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .download import atomic_write, cache_dir, download
+from .download import cache_dir, download, read_checked, write_checked
 
 __all__ = ["Document", "cache_dir", "corpus_stats", "documents", "pydocs_documents", "split_sentences",
            "wikitext_documents", "SPLITS"]
 
 SPLITS = ("train", "valid", "test")
-PYDOCS_FORMAT = 3                       # bump when the parsing rules change: invalidates caches
+PYDOCS_FORMAT = 4                       # bump when the parsing rules change: invalidates caches
 
 
 @dataclass(frozen=True)
@@ -207,15 +207,11 @@ def _pydocs_all() -> list[Document]:
     """The parsed corpus, cached as JSON per Python version (the stdlib's text differs by version)."""
     version = ".".join(map(str, sys.version_info[:3]))
     path = cache_dir() / "corpora" / f"pydocs-py{version}-v{PYDOCS_FORMAT}.json"
-    if path.exists():
-        try:
-            return [Document(d["title"], tuple(d["sentences"]))
-                    for d in json.loads(path.read_text(encoding="utf-8"))]
-        except (ValueError, KeyError, TypeError):
-            path.unlink()                       # damaged cache: rebuild it below
+    if (raw := read_checked(path)) is not None:        # None: missing or damaged (then reported)
+        return [Document(d["title"], tuple(d["sentences"])) for d in json.loads(raw.decode("utf-8"))]
     docs = _build_pydocs()
     data = [{"title": d.title, "sentences": list(d.sentences)} for d in docs]
-    atomic_write(path, json.dumps(data, ensure_ascii=False).encode())
+    write_checked(path, json.dumps(data, ensure_ascii=False).encode())
     return docs
 
 

@@ -1,8 +1,9 @@
-"""Checksummed, atomic downloads into the minialbert cache.
+"""Checksummed, atomic downloads and cache files in the minialbert cache.
 
 A download streams to a temporary file next to its destination, checks the HTTP status, the
 announced size and the sha256, and only then renames the file into place. Whatever fails, no
-half-written or unverified file is left where a later run would trust it.
+half-written or unverified file is left where a later run would trust it. Files the course
+builds itself (corpus, tokenizer) carry a sha256 beside them and are rebuilt when it disagrees.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+import warnings
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -28,7 +30,11 @@ class DownloadError(RuntimeError):
 def cache_dir() -> Path:
     """The cache directory: $MINIALBERT_CACHE, else ~/.cache/minialbert (created if missing)."""
     path = Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "minialbert").expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot use {path} as the minialbert cache ({e.strerror}); set {CACHE_ENV_VAR} "
+                         "to a writable directory") from None
     return path
 
 
@@ -46,6 +52,34 @@ def atomic_write(path: Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_checked(path: Path, data: bytes) -> Path:
+    """atomic_write, then the data's sha256 into `path.sha256`: a file without it is never trusted."""
+    atomic_write(path, data)
+    atomic_write(_checksum_file(path), hashlib.sha256(data).hexdigest().encode() + b"\n")
+    return path
+
+
+def read_checked(path: Path) -> bytes | None:
+    """The bytes of a file written by write_checked, or None when the caller must (re)build it: the
+    file is missing, or damaged (its sha256 is missing or differs), which is reported and deleted."""
+    path, checksum = Path(path), _checksum_file(path)
+    if not path.exists():
+        return None
+    data = path.read_bytes()
+    expected = checksum.read_text().strip() if checksum.is_file() else None
+    if expected == hashlib.sha256(data).hexdigest():
+        return data
+    warnings.warn(f"cache file {path} is damaged (its sha256 does not match {checksum.name}); rebuilding it",
+                  stacklevel=3)
+    path.unlink()
+    checksum.unlink(missing_ok=True)
+    return None
+
+
+def _checksum_file(path: Path) -> Path:
+    return Path(path).with_name(Path(path).name + ".sha256")
 
 
 def sha256_of(path: Path) -> str:

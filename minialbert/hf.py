@@ -7,8 +7,10 @@ rename, listed once in `_names` and used in both directions.
 
 from __future__ import annotations
 
+import difflib
 import json
 import urllib.error
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -45,6 +47,8 @@ _BERT_DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, n
                       intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1,
                       attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
                       initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0)
+_MODEL_KEYS = set(_ALBERT_DEFAULTS) | set(_BERT_DEFAULTS) | {"position_embedding_type"}
+_HF_GENERIC_KEYS = {"classifier_dropout"}   # transformers' own keys that look like a model key
 _HF_ACTIVATIONS = ("gelu_new", "gelu", "relu")   # HF names that mean exactly what ours mean
 _IGNORED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")   # index buffers, not weights
 # Where each family keeps its heads (after the encoder prefix "albert." / "bert.", which heads lack).
@@ -127,7 +131,14 @@ def _detect_family(config_dict: dict, keys) -> str:
 
 
 def _config_from_hf(config_dict: dict, family: str) -> AlbertConfig:
-    """HF config.json contents -> AlbertConfig (BERT: no sharing, E = H, no projection)."""
+    """HF config.json contents -> AlbertConfig (BERT: no sharing, E = H, no projection).
+
+    Keys transformers adds for every model are ignored; a near-miss of a model key is an error,
+    since ignoring it would silently build the default size.
+    """
+    for key in set(config_dict) - _MODEL_KEYS - _HF_GENERIC_KEYS:
+        if near := difflib.get_close_matches(key, _MODEL_KEYS, n=1, cutoff=0.8):
+            raise ValueError(f"unknown key {key!r} in the HF config; did you mean {near[0]!r}?")
     c = {**(_ALBERT_DEFAULTS if family == "albert" else _BERT_DEFAULTS), **config_dict}
     if c["hidden_act"] not in _HF_ACTIVATIONS:
         raise ValueError(f"unsupported hidden_act {c['hidden_act']!r} in the HF config; minialbert "
@@ -143,7 +154,9 @@ def _config_from_hf(config_dict: dict, family: str) -> AlbertConfig:
                   layer_norm_eps=c["layer_norm_eps"], initializer_range=c["initializer_range"],
                   pad_token_id=c["pad_token_id"] if c["pad_token_id"] is not None else 0)
     if family == "albert":   # HF ALBERT always projects E -> H, even when E == H
-        fields |= dict(embedding_size=c["embedding_size"], sharing="all", embedding_projection=True,
+        one_layer_per_group = c["num_hidden_groups"] == c["num_hidden_layers"] and c["inner_group_num"] == 1
+        fields |= dict(embedding_size=c["embedding_size"], embedding_projection=True,
+                       sharing="none" if one_layer_per_group else "all",
                        num_hidden_groups=c["num_hidden_groups"], inner_group_num=c["inner_group_num"],
                        classifier_dropout_prob=c["classifier_dropout_prob"])
     else:                    # BERT's NSP head (cls.seq_relationship) has no dropout
@@ -197,6 +210,13 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict) -> AlbertFor
     `sentence_task` is None. Any missing, unexpected or mis-shaped key raises one ValueError listing them.
     Returns the model in eval mode.
     """
+    if not isinstance(state_dict, Mapping) or not isinstance(config_dict, Mapping):
+        raise ValueError(f"from_hf takes a state dict and a config dict, got {type(state_dict).__name__} "
+                         f"and {type(config_dict).__name__}")
+    not_tensors = sorted(k for k, v in state_dict.items() if not isinstance(v, torch.Tensor))
+    if not_tensors:
+        raise ValueError(f"state dict values must be torch tensors; not tensors: {_short(not_tensors)} "
+                         "(convert numpy arrays with torch.from_numpy)")
     sd = _normalise_keys(state_dict)
     family = _detect_family(config_dict, sd)
     cfg = _config_from_hf(config_dict, family)
@@ -240,6 +260,10 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict) -> AlbertFor
         misshaped += [f"{h}: expected {tuple(shape)}, found {tuple(sd[h].shape)}" for h in bad]
         if not bad and all(h in sd for h in parts):
             loaded[key] = torch.cat([sd[h] for h in parts]) if len(parts) > 1 else sd[parts[0]]
+            if not loaded[key].is_floating_point():
+                problems.append(f"{hf} has dtype {loaded[key].dtype}; weights must be floating-point")
+            elif not torch.isfinite(loaded[key]).all():
+                problems.append(f"{hf} holds NaN or infinite values; the checkpoint is damaged")
     if missing:
         problems.append(f"missing keys (the config implies them): {_short(missing)}")
     if unexpected:
@@ -297,15 +321,24 @@ def _load_dir(directory: Path) -> tuple[AlbertForPretraining, Path | None]:
         config_dict = json.loads(config_path.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"{config_path} is not valid JSON: {e}") from None
-    if (directory / "model.safetensors").is_file():
-        state_dict = load_file(directory / "model.safetensors")
-    elif (directory / "pytorch_model.bin").is_file():
-        state_dict = torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    weights = next((directory / f for f in ("model.safetensors", "pytorch_model.bin")
+                    if (directory / f).is_file()), None)
+    if weights is not None:
+        try:
+            state_dict = (load_file(weights) if weights.suffix == ".safetensors"
+                          else torch.load(weights, map_location="cpu", weights_only=True))
+        except Exception as e:  # safetensors and torch raise several types for damaged files
+            raise ValueError(f"{weights} is damaged or not a weights file ({type(e).__name__}: {e}); "
+                             "delete it to download it again") from None
     else:
         raise FileNotFoundError(f"no weights in {directory}: expected model.safetensors or pytorch_model.bin "
                                 "(sharded checkpoints are not supported)")
     spiece = directory / "spiece.model"
-    return from_hf(state_dict, config_dict), (spiece if spiece.is_file() else None)
+    try:
+        model = from_hf(state_dict, config_dict)
+    except ValueError as e:
+        raise ValueError(f"{directory}: {e}") from None
+    return model, (spiece if spiece.is_file() else None)
 
 
 def _is_404(error: dl.DownloadError) -> bool:

@@ -17,6 +17,7 @@ from torch import nn
 from .config import AlbertConfig
 
 IGNORE_INDEX = -100  # mlm_labels value for positions that are not predicted
+ID_DTYPES = (torch.int64, torch.int32)   # what nn.Embedding indexes with
 
 
 def activation(name: str):
@@ -170,14 +171,18 @@ class AlbertModel(nn.Module):
         self.pooler = nn.Linear(cfg.hidden_size, cfg.hidden_size)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_hidden_states=False):
-        B, N = input_ids.shape
-        if N > self.config.max_position_embeddings:
-            raise ValueError(f"sequence length {N} exceeds max_position_embeddings "
-                             f"{self.config.max_position_embeddings}; truncate the input")
+        """input_ids, token_type_ids: (B, N) integer ids; attention_mask: (B, N) of 0 (padding) / 1.
+
+        A row whose mask is all zeros has no real token; it is treated as unpadded, so every backend
+        gives the same finite (meaningless) output for it instead of NaN on some and not on others.
+        """
+        check_inputs(self.config, input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
+        empty = ~attention_mask.bool().any(dim=1, keepdim=True)            # (B, 1): rows with no real token
+        attention_mask = attention_mask.bool() | empty
         key_lengths = None
         if self.config.attention_backend == "triton":
             key_lengths = right_padded_lengths(attention_mask)
@@ -186,6 +191,43 @@ class AlbertModel(nn.Module):
         x, hidden_states = self.encoder(x, attend, key_lengths, output_hidden_states)
         pooled = torch.tanh(self.pooler(x[:, 0]))                           # (B, H)
         return EncoderOutput(x, pooled, hidden_states)
+
+
+def _check_ids(name: str, ids, shape: tuple, high: int, what: str) -> None:
+    """ids: an integer tensor of `shape` with values in [0, high)."""
+    if not isinstance(ids, torch.Tensor) or ids.dtype not in ID_DTYPES:
+        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise ValueError(f"{name} must be an int64 (or int32) tensor, got {got}")
+    if tuple(ids.shape) != shape:
+        raise ValueError(f"{name} has shape {tuple(ids.shape)} but input_ids has {shape}; they must agree")
+    low, top = (int(v) for v in torch.aminmax(ids))
+    if low < 0 or top >= high:
+        raise ValueError(f"{name} holds {low if low < 0 else top}, outside [0, {high}) ({what})")
+
+
+def check_inputs(cfg: AlbertConfig, input_ids, token_type_ids=None, attention_mask=None) -> None:
+    """Cheap checks at the model's entry: dtypes, shapes that agree, id ranges, a 0/1 mask, a non-empty
+    batch. Bad input is then one clear ValueError instead of an index error or silent nonsense."""
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        got = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+        raise ValueError(f"input_ids must be a (batch, length) tensor, got {got}")
+    B, N = input_ids.shape
+    if B == 0 or N == 0:
+        raise ValueError(f"empty batch: input_ids has shape {(B, N)}; give at least one token")
+    if N > cfg.max_position_embeddings:
+        raise ValueError(f"sequence length {N} exceeds max_position_embeddings "
+                         f"{cfg.max_position_embeddings}; truncate the input")
+    _check_ids("input_ids", input_ids, (B, N), cfg.vocab_size, f"the vocabulary size is {cfg.vocab_size}")
+    if token_type_ids is not None:
+        _check_ids("token_type_ids", token_type_ids, (B, N), cfg.type_vocab_size,
+                   f"type_vocab_size is {cfg.type_vocab_size}")
+    if attention_mask is not None:
+        if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != (B, N):
+            got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else attention_mask
+            raise ValueError(f"attention_mask must have input_ids' shape {(B, N)}, got {got}")
+        if attention_mask.dtype != torch.bool and not ((attention_mask == 0) | (attention_mask == 1)).all():
+            raise ValueError(f"attention_mask must hold 0 (padding) and 1 (real token), got values such as "
+                             f"{attention_mask.min().item()}; an additive mask (0 / -10000) is not accepted")
 
 
 def right_padded_lengths(attention_mask):
@@ -245,6 +287,14 @@ class AlbertForPretraining(nn.Module):
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None,
                 sentence_labels=None, output_hidden_states=False) -> PretrainingOutput:
         enc = self.albert(input_ids, token_type_ids, attention_mask, output_hidden_states)
+        labels_shape = tuple(input_ids.shape)                               # checked by the encoder
+        if mlm_labels is not None:
+            _check_labels("mlm_labels", mlm_labels, labels_shape, self.config.vocab_size, IGNORE_INDEX)
+        if sentence_labels is not None:
+            if self.sentence_head is None:
+                raise ValueError("sentence_labels given to a model built without a sentence head "
+                                 "(sentence_task=None); build it with sentence_task='sop' or 'nsp'")
+            _check_labels("sentence_labels", sentence_labels, labels_shape[:1], 2, None)
         x = enc.last_hidden_state
         mlm_loss = sentence_loss = sentence_logits = None
         if mlm_labels is not None:
@@ -264,6 +314,17 @@ class AlbertForPretraining(nn.Module):
         loss = sum(losses) if losses else None
         return PretrainingOutput(loss, mlm_logits, sentence_logits, enc.pooled_output, x,
                                  enc.hidden_states, mlm_loss, sentence_loss)
+
+
+def _check_labels(name: str, labels, shape: tuple, classes: int, ignore: int | None) -> None:
+    """labels: an int64 tensor (what cross_entropy takes) of `shape`, values in [0, classes) or `ignore`."""
+    if not isinstance(labels, torch.Tensor) or labels.dtype != torch.int64 or tuple(labels.shape) != shape:
+        got = f"{labels.dtype} {tuple(labels.shape)}" if isinstance(labels, torch.Tensor) else type(labels)
+        raise ValueError(f"{name} must be an int64 tensor of shape {shape}, got {got}")
+    real = labels if ignore is None else labels[labels != ignore]
+    if real.numel() and (int(real.min()) < 0 or int(real.max()) >= classes):
+        allowed = f"[0, {classes})" + ("" if ignore is None else f" or {ignore} (not predicted)")
+        raise ValueError(f"{name} must be in {allowed}, got values in [{int(real.min())}, {int(real.max())}]")
 
 
 def init_weights(module: nn.Module, std: float) -> None:

@@ -463,7 +463,12 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
         path = cache_dir() / "pretraining" / f"{objective}-{key[:24]}.safetensors"
         if path.exists():
             try:
-                return PretrainingDataset.load(path)
+                cached = PretrainingDataset.load(path)
+                if (cached.objective, cached.max_seq_len) != (objective, max_seq_len):   # not in the checksum
+                    raise ValueError(f"pretraining cache {path} holds {cached.objective} examples of up to "
+                                     f"{cached.max_seq_len} tokens, not the {objective} / {max_seq_len} its "
+                                     "name promises")
+                return cached
             except ValueError as e:
                 warnings.warn(f"{e}; rebuilding it", stacklevel=2)
     token_docs = [[tokenizer.encode(s) for s in doc.sentences] for doc in documents]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import operator
 import string
 import unicodedata
 from collections.abc import Iterable
@@ -19,13 +20,13 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
-from .download import atomic_write, cache_dir
+from .download import atomic_write, cache_dir, read_checked, write_checked
 
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_PIECES = {PAD_ID: PAD, UNK_ID: UNK, CLS_ID: CLS, SEP_ID: SEP, MASK_ID: MASK}
 WORD_START = "\u2581"                       # "▁": SentencePiece's marker for a preceding space
-TOKENIZER_FORMAT = 1                        # bump when training settings change: invalidates caches
+TOKENIZER_FORMAT = 2                        # bump when training settings change: invalidates caches
 
 
 def normalize(text: str) -> str:
@@ -33,6 +34,18 @@ def normalize(text: str) -> str:
     text = " ".join(text.split()).replace("``", '"').replace("''", '"')
     text = unicodedata.normalize("NFKD", text)
     return "".join(c for c in text if not unicodedata.combining(c)).lower()
+
+
+def _checked_text(text: str) -> str:
+    """text, or ValueError if it is not a str SentencePiece can take (UTF-8 encodable)."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected text (a str), got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"text holds {text[e.start]!r} at position {e.start}, an unpaired surrogate that "
+                         "is not valid Unicode text; remove or replace it") from None
+    return text
 
 
 class Tokenizer:
@@ -113,18 +126,26 @@ class Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of normalised text, without special tokens."""
-        return self.sp.encode(normalize(text))
+        return self.sp.encode(normalize(_checked_text(text)))
 
     def pieces(self, text: str) -> list[str]:
         """The pieces (strings) that encode(text) produces."""
-        return self.sp.encode(normalize(text), out_type=str)
+        return self.sp.encode(normalize(_checked_text(text)), out_type=str)
 
-    def decode(self, ids: Iterable[int]) -> str:
-        """Text from ids; <pad>, [CLS] and [SEP] are skipped, [MASK] is shown as '[MASK]'."""
-        ids = [int(i) for i in ids]
+    def checked_ids(self, ids: Iterable[int]) -> list[int]:
+        """ids as a list of ints, or ValueError if one is not an integer or not in the vocabulary."""
+        try:
+            ids = [operator.index(i) for i in ids]
+        except TypeError:
+            raise ValueError(f"token ids must be integers, got {list(ids)[:5]}") from None
         bad = [i for i in ids if not 0 <= i < self.vocab_size]
         if bad:
             raise ValueError(f"token ids {bad[:5]} are outside the vocabulary [0, {self.vocab_size})")
+        return ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text from ids; <pad>, [CLS] and [SEP] are skipped, [MASK] is shown as '[MASK]'."""
+        ids = self.checked_ids(ids)
         words, run = [], []
         for i in ids + [MASK_ID]:                   # a trailing [MASK] flushes the last run
             if i == MASK_ID:
@@ -149,8 +170,8 @@ class Tokenizer:
         If too long, tokens are removed from the end of the longer segment first (as BERT does),
         so the result has at most max_len tokens.
         """
-        a = list(self.encode(a) if isinstance(a, str) else a)
-        b = None if b is None else list(self.encode(b) if isinstance(b, str) else b)
+        a = self.encode(a) if isinstance(a, str) else self.checked_ids(a)
+        b = None if b is None else self.encode(b) if isinstance(b, str) else self.checked_ids(b)
         n_special = 2 if b is None else 3
         if max_len < n_special + (0 if b is None else 1) + 1:
             raise ValueError(f"max_len {max_len} leaves no room for the segments after "
@@ -192,13 +213,12 @@ def course_tokenizer(scale=None) -> Tokenizer:
     for s in sentences:
         key.update(s.encode() + b"\n")
     path = cache_dir() / "tokenizers" / f"pydocs-{scale.vocab_size}-{key.hexdigest()[:16]}.model"
-    if path.exists():
-        try:
-            return Tokenizer.load(path)
-        except ValueError:
-            path.unlink()                           # damaged cache: train again below
+    if (proto := read_checked(path)) is not None:   # None: missing or damaged (then reported)
+        return Tokenizer(proto)
     try:
-        return Tokenizer.train(sentences, scale.vocab_size, path, seed=0)
+        tok = Tokenizer.train(sentences, scale.vocab_size, seed=0)
     except ValueError as e:
         raise ValueError(f"cannot train the course tokenizer for scale {scale.name!r} "
                          f"(vocab_size {scale.vocab_size} on {len(docs)} pydocs documents): {e}") from e
+    write_checked(path, tok.model_proto)
+    return tok

@@ -9,8 +9,14 @@ exactly the examples the uninterrupted run would have read, without replaying th
 Run directory layout (`out_dir`):
     config.json, train_args.json      the resolved model config and training arguments
     metrics.jsonl                     one JSON record per train step / evaluation
-    checkpoints/step-000100/          model.safetensors, config.json, trainer_state.json, optimizer.pt
-    checkpoints/latest                the name of the newest complete checkpoint
+    checkpoints/step-000100/          model.safetensors, config.json, trainer_state.json, optimizer.pt,
+                                      manifest.json (the sha256 of each, checked whenever it is read)
+    checkpoints/latest                the name of the newest complete, finite checkpoint
+    .lock                             held (flock, with the PID) while a run uses the directory
+
+Nothing is written into the run directory until the first step has succeeded, so a run that fails
+at its start leaves the directory as it found it. A non-finite loss or gradient stops the run
+before anything non-finite is logged or saved.
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
+import re
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +43,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .config import AlbertConfig
+from .download import atomic_write, sha256_of
 from .evaluation import evaluate_pretraining, summary_record
 from .model import IGNORE_INDEX, AlbertForPretraining
 from .optim import make_optimizer, warmup_linear_decay
@@ -41,6 +51,10 @@ from .scale import Scale, current_scale
 
 OBJECTIVES = {"mlm": None, "nsp": "nsp", "sop": "sop"}   # objective -> the model's sentence_task
 CHECKPOINT_FILES = ("model.safetensors", "config.json", "trainer_state.json", "optimizer.pt")
+MANIFEST = "manifest.json"          # {file: sha256} of CHECKPOINT_FILES, written into the checkpoint
+LOCK_FILE = ".lock"
+STEP_DIR = re.compile(r"step-\d{6,}")
+OPTIMIZERS = ("lamb", "adamw")
 # Arguments that change the training trajectory: a resumed run must use the same values.
 RESUME_MUST_MATCH = ("objective", "steps", "batch_size", "lr", "warmup", "weight_decay", "optimizer",
                      "clip_norm", "seed")
@@ -64,15 +78,28 @@ class TrainArgs:
     keep_last: int = 2             # checkpoints kept on disk
 
     def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
-        for name in ("steps", "batch_size", "grad_accum", "keep_last"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if not 0 <= self.warmup <= self.steps:
+        """Validate every field (type, range, finiteness) before a run writes anything."""
+        for name, allowed in (("objective", tuple(OBJECTIVES)), ("optimizer", OPTIMIZERS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; "
+                                 f"choose one of {', '.join(allowed)}")
+        lowest = dict(steps=1, batch_size=1, grad_accum=1, keep_last=1, warmup=0, seed=0, eval_every=0,
+                      checkpoint_every=0)
+        for name, low in lowest.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        n = self.eval_examples
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"eval_examples must be an integer >= 1 (or None for all), got {n!r}")
+        if self.warmup > self.steps:
             raise ValueError(f"warmup {self.warmup} must be between 0 and steps {self.steps}")
-        if self.lr <= 0 or self.clip_norm <= 0:
-            raise ValueError(f"lr ({self.lr}) and clip_norm ({self.clip_norm}) must be positive")
+        for name, low in (("lr", 0.0), ("clip_norm", 0.0), ("weight_decay", None)):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or (value <= low if low is not None else value < 0)):
+                rule = "a finite number > 0" if low is not None else "a finite number >= 0"
+                raise ValueError(f"{name} must be {rule}, got {value!r}")
 
     @classmethod
     def from_scale(cls, scale: Scale | None = None, **changes) -> TrainArgs:
@@ -81,6 +108,11 @@ class TrainArgs:
         base = dict(steps=s.pretrain_steps, batch_size=s.batch_size, lr=s.learning_rate,
                     warmup=s.warmup_steps, eval_every=s.eval_every, checkpoint_every=s.eval_every,
                     optimizer=s.optimizer)
+        steps = changes.get("steps", base["steps"])
+        if "warmup" not in changes and isinstance(steps, int) and 0 <= steps < base["warmup"]:
+            warnings.warn(f"the {s.name} scale's warmup of {base['warmup']} steps is longer than "
+                          f"steps={steps}: using warmup={steps} (pass warmup to choose)", stacklevel=2)
+            base["warmup"] = steps
         return cls(**{**base, **changes})
 
 
@@ -156,7 +188,15 @@ def _write_json_atomic(path: Path, obj) -> None:
 
 def save_checkpoint(run_dir: Path, model: AlbertForPretraining, optimizer, scheduler, state: dict,
                     keep_last: int) -> Path:
-    """Write checkpoints/step-NNNNNN atomically (temp dir, fsync, rename), point `latest` at it, prune."""
+    """Write checkpoints/step-NNNNNN atomically (temp dir, fsync, rename), point `latest` at it, prune.
+
+    The checkpoint carries manifest.json, the sha256 of each file; a model with a non-finite
+    parameter is refused, so `latest` only ever names a finite, verifiable checkpoint.
+    """
+    bad = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
+    if bad:
+        raise NonFiniteError(f"step {state['step']}: parameters {bad[:3]} hold NaN or infinity; "
+                             f"not saving a checkpoint")
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     name = f"step-{state['step']:06d}"
@@ -165,7 +205,7 @@ def save_checkpoint(run_dir: Path, model: AlbertForPretraining, optimizer, sched
     tmp.mkdir()
     safetensors.torch.save_model(model, str(tmp / "model.safetensors"))  # the tied decoder is stored once
     model.config.save(tmp / "config.json")
-    (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2) + "\n")
+    (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2, allow_nan=False) + "\n")
     rng = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()
@@ -173,6 +213,7 @@ def save_checkpoint(run_dir: Path, model: AlbertForPretraining, optimizer, sched
                tmp / "optimizer.pt")
     for f in CHECKPOINT_FILES:
         _fsync(tmp / f)
+    _write_json_atomic(tmp / MANIFEST, {f: sha256_of(tmp / f) for f in CHECKPOINT_FILES})
     _fsync(tmp)
     final = root / name
     if final.exists():                      # left by a run that crashed before updating `latest`
@@ -184,9 +225,31 @@ def save_checkpoint(run_dir: Path, model: AlbertForPretraining, optimizer, sched
     _fsync(latest_tmp)
     os.replace(latest_tmp, root / "latest")
     _fsync(root)
-    for old in sorted(root.glob("step-*"))[:-keep_last]:
+    # Prune older checkpoints only: newer ones are left by a run resumed with resume_from from an
+    # earlier step, and are replaced when this run reaches them.
+    for old in sorted(p for p in root.glob("step-*") if p.name <= name)[:-keep_last]:
         shutil.rmtree(old)
     return final
+
+
+def verify_checkpoint(ckpt: Path) -> None:
+    """Check each file of a checkpoint against the sha256 in its manifest; ValueError naming a damaged one."""
+    manifest = _read_json(ckpt / MANIFEST)
+    if not isinstance(manifest, dict) or sorted(manifest) != sorted(CHECKPOINT_FILES):
+        raise ValueError(f"checkpoint file {ckpt / MANIFEST} is damaged (it must list "
+                         f"{', '.join(CHECKPOINT_FILES)})")
+    for name in CHECKPOINT_FILES:
+        path = ckpt / name
+        if not path.is_file():
+            raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
+        if sha256_of(path) != manifest[name]:
+            raise ValueError(f"checkpoint file {path} is damaged (its sha256 differs from {MANIFEST}); "
+                             f"resume from an earlier checkpoint (resume_from / --resume-from) or start over")
+
+
+def _earlier_checkpoints(ckpt: Path) -> list[Path]:
+    """The step directories beside `ckpt` that are older than it, newest first."""
+    return sorted((p for p in ckpt.parent.glob("step-*") if p.name < ckpt.name), reverse=True)
 
 
 def find_checkpoint(path: str | Path) -> Path | None:
@@ -197,7 +260,14 @@ def find_checkpoint(path: str | Path) -> Path | None:
     latest = path / "checkpoints" / "latest"
     if not latest.exists():
         return None
-    step_dir = latest.parent / latest.read_text().strip()
+    try:
+        name = latest.read_text().strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{latest} is unreadable ({e}); resume from a step-* directory") from None
+    if not STEP_DIR.fullmatch(name):
+        raise ValueError(f"{latest} is damaged (it holds {name[:40]!r}, not a step-NNNNNN name); "
+                         f"resume from a step-* directory")
+    step_dir = latest.parent / name
     if not step_dir.is_dir():
         raise ValueError(f"{latest} points to {step_dir.name}, which does not exist; the run directory "
                          f"is damaged: delete {latest} to start over or point it at a step-* directory")
@@ -246,9 +316,10 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Alb
     ckpt = find_checkpoint(path)
     if ckpt is None:
         raise FileNotFoundError(f"no checkpoint in {path} (expected model.safetensors or checkpoints/latest)")
+    verify_checkpoint(ckpt)
     cfg = _check_config(ckpt, None)
     state = _read_json(ckpt / "trainer_state.json")
-    objective = state.get("args", {}).get("objective")
+    objective = state.get("args", {}).get("objective") if isinstance(state, dict) else None
     if objective not in OBJECTIVES:
         raise ValueError(f"checkpoint file {ckpt / 'trainer_state.json'} names no known objective "
                          f"({objective!r}); the checkpoint is damaged")
@@ -295,19 +366,86 @@ class PretrainResult:
     seconds: float                     # wall time of this call
 
 
+class NonFiniteError(FloatingPointError):
+    """A loss, gradient or parameter became NaN or infinite: the run stops before saving it."""
+
+
+class RunLockedError(OSError):
+    """Another live process holds the run directory's lock."""
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path):
+    """Hold run_dir/.lock while a run uses the directory (created if missing, removed again if the
+    run leaves it empty). The flock dies with its process, so a stale lock file is simply taken over."""
+    import fcntl  # POSIX; imported here so the module still imports elsewhere
+
+    created = not run_dir.exists()
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot use {str(run_dir)!r} as a run directory: {e.strerror}") from None
+    path = run_dir / LOCK_FILE
+    while True:
+        f = open(path, "a+")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            owner = f.read().strip() or "unknown"
+            f.close()
+            raise RunLockedError(f"{run_dir} is in use by another run (PID {owner}, lock {path}); wait "
+                                 f"for it to finish or choose another output directory") from None
+        if path.exists() and os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
+            break                                # not unlinked by a previous holder meanwhile
+        f.close()
+    try:
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        _remove_temporaries(run_dir)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        f.close()
+        if created and not any(run_dir.iterdir()):
+            run_dir.rmdir()
+
+
+def _remove_temporaries(run_dir: Path) -> None:
+    """Delete temporary files and folders an interrupted save left behind (we hold the lock)."""
+    for tmp in [*run_dir.glob(".*.tmp-*"), *(run_dir / "checkpoints").glob(".*tmp-*")]:
+        shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+
+
 def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
              out_dir: str | Path | None = None, resume: bool = False,
              callbacks: Iterable[Callable[[dict], None]] = (), collate_fn: Callable | None = None,
-             progress: bool = True) -> PretrainResult:
+             progress: bool = True, resume_from: str | Path | None = None) -> PretrainResult:
     """Pretrain an AlbertForPretraining on `train_data` (a Dataset of example dicts), from scratch or
-    from the latest checkpoint in `out_dir` (resume=True). Each metrics record is passed to every
+    from the latest checkpoint in `out_dir` (resume=True), or from a chosen step directory
+    (resume_from, e.g. the one before a damaged latest). Each metrics record is passed to every
     callback (e.g. plots.LiveCurves) and appended to out_dir/metrics.jsonl.
     """
-    t0 = time.perf_counter()
-    collate_fn = collate_fn or default_collate()
-    rank, world, device = distributed_context()
-    main_process = rank == 0
+    if out_dir is not None and not str(out_dir).strip():
+        raise ValueError("out_dir is empty; name a run directory (or pass None to keep nothing)")
     out_dir = Path(out_dir) if out_dir is not None else None
+    if out_dir is None or int(os.environ.get("RANK", "0")) != 0:     # only rank 0 writes the directory
+        return _pretrain(cfg, args, train_data, valid_data, out_dir, resume, callbacks, collate_fn, progress,
+                         resume_from)
+    with run_lock(out_dir):
+        return _pretrain(cfg, args, train_data, valid_data, out_dir, resume, callbacks, collate_fn, progress,
+                         resume_from)
+
+
+def _checkpoint_to_resume(out_dir: Path | None, resume: bool, resume_from: str | Path | None) -> Path | None:
+    """The verified checkpoint a run starts from (None: from scratch); errors say what to do instead."""
+    if resume_from is not None:
+        ckpt = find_checkpoint(resume_from)
+        if ckpt is None:
+            raise FileNotFoundError(f"resume_from {resume_from} is not a checkpoint (no model.safetensors)")
+        verify_checkpoint(ckpt)
+        return ckpt
     ckpt = find_checkpoint(out_dir) if out_dir is not None else None
     if resume and ckpt is None:
         raise FileNotFoundError(f"nothing to resume: {out_dir} holds no checkpoint (checkpoints/latest); "
@@ -315,22 +453,33 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
     if not resume and ckpt is not None:
         raise FileExistsError(f"{out_dir} already holds a run (checkpoint {ckpt.name}); resume it or choose "
                               f"another output directory")
+    if resume:
+        try:
+            verify_checkpoint(ckpt)
+        except (ValueError, FileNotFoundError) as e:
+            earlier = _earlier_checkpoints(ckpt)
+            hint = f"; to go back to {earlier[0].name}, resume from {earlier[0]}" if earlier else ""
+            raise type(e)(f"{e}{hint}") from None
+    return ckpt
+
+
+def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_dir: Path | None, resume: bool,
+              callbacks: Iterable[Callable[[dict], None]], collate_fn: Callable | None, progress: bool,
+              resume_from: str | Path | None) -> PretrainResult:
+    t0 = time.perf_counter()
+    collate_fn = collate_fn or default_collate()
+    rank, world, device = distributed_context()
+    main_process = rank == 0
+    ckpt = _checkpoint_to_resume(out_dir, resume, resume_from)
 
     torch.manual_seed(args.seed)
     model = AlbertForPretraining(cfg, sentence_task=OBJECTIVES[args.objective]).to(device)
     optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
     scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
     step, history = 0, []
-    if resume:
+    if ckpt is not None:
         step, history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler, device)
-    if main_process and out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        _write_json_atomic(out_dir / "config.json", cfg.to_dict())
-        _write_json_atomic(out_dir / "train_args.json", dataclasses.asdict(args))
-        # a crashed run may have logged past its last checkpoint: keep only what the checkpoint saw
-        lines = [json.dumps(r) for r in history]
-        (out_dir / "metrics.jsonl").write_text("".join(line + "\n" for line in lines))
-    log_file = open(out_dir / "metrics.jsonl", "a") if main_process and out_dir is not None else None
+    log_file = None                              # opened by the first record: nothing is written before
 
     ddp = None
     if world > 1:
@@ -344,9 +493,18 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
                                          generator=torch.Generator())
 
     def emit(record: dict) -> None:
+        nonlocal log_file
+        bad = [k for k, v in record.items() if isinstance(v, float) and not math.isfinite(v)]
+        if bad:
+            values = ", ".join(f"{k} = {record[k]}" for k in bad)
+            raise NonFiniteError(f"step {record['step']}: non-finite {record['split']} {values}; the run "
+                                 f"stopped and nothing non-finite was saved (lower the learning rate or "
+                                 f"check the data)")
+        if main_process and out_dir is not None and log_file is None:
+            log_file = _start_run_files(out_dir, cfg, args, history)
         history.append(record)
         if log_file is not None:
-            log_file.write(json.dumps(record) + "\n")
+            log_file.write(json.dumps(record, allow_nan=False) + "\n")
             log_file.flush()
         for cb in callbacks:
             cb(record)
@@ -387,6 +545,16 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
         if log_file is not None:
             log_file.close()
     return PretrainResult(model, history, out_dir, time.perf_counter() - t0)
+
+
+def _start_run_files(out_dir: Path, cfg: AlbertConfig, args: TrainArgs, history: list[dict]):
+    """Write config.json, train_args.json and metrics.jsonl once the first step has succeeded; -> the
+    metrics file, open for appending. A crashed run may have logged past its last checkpoint: the
+    metrics keep only what the checkpoint saw."""
+    _write_json_atomic(out_dir / "config.json", cfg.to_dict())
+    _write_json_atomic(out_dir / "train_args.json", dataclasses.asdict(args))
+    atomic_write(out_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history).encode())
+    return open(out_dir / "metrics.jsonl", "a")
 
 
 def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,
@@ -435,7 +603,7 @@ def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], o
 
 def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, model, optimizer, scheduler,
              device: torch.device) -> tuple[int, list[dict]]:
-    """Load a checkpoint into the model, optimizer and scheduler, restore RNG; -> (step, history)."""
+    """Load a verified checkpoint into the model, optimizer and scheduler, restore RNG; -> (step, history)."""
     _check_config(ckpt, cfg)
     state = _read_json(ckpt / "trainer_state.json")
     saved_args = state.get("args", {})

@@ -17,7 +17,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import shutil
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,7 @@ from .evaluation import MLMBaselines, evaluate_pretraining
 from .model import AlbertForPretraining
 from .pretraining_data import course_pretraining_data
 from .scale import Scale, current_scale
-from .train import TrainArgs, find_checkpoint, load_checkpoint, pretrain, read_metrics
+from .train import TrainArgs, find_checkpoint, load_checkpoint, pretrain, read_metrics, verify_checkpoint
 
 RECIPE_VERSION = 1        # bump when a code change alters what the same settings train to
 # Arguments that only change how often a run reports or saves, not the weights it ends with.
@@ -89,9 +91,13 @@ def entry_dir(e: Entry, scale: Scale) -> Path:
 
 
 def _steps_done(run_dir: Path) -> int:
+    """Steps of the entry's latest checkpoint, verified against its checksums; 0 if none or damaged."""
     try:
         ckpt = find_checkpoint(run_dir)
-        return json.loads((ckpt / "trainer_state.json").read_text())["step"] if ckpt else 0
+        if ckpt is None:
+            return 0
+        verify_checkpoint(ckpt)
+        return json.loads((ckpt / "trainer_state.json").read_text())["step"]
     except (ValueError, OSError, KeyError, json.JSONDecodeError):
         return 0
 
@@ -137,9 +143,14 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
     args = entry_args(e, scale)
     train = course_pretraining_data(e.objective, "train", scale)
     valid = course_pretraining_data(e.objective, "valid", scale)
-    if _steps_done(run_dir) < args.steps:
-        pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir,
-                 resume=find_checkpoint(run_dir) is not None, callbacks=callbacks, progress=progress)
+    done = _steps_done(run_dir)
+    if done == 0 and run_dir.exists():                  # damaged or never checkpointed: never trusted
+        warnings.warn(f"zoo entry {e.name!r}: {run_dir} holds no verified checkpoint; training it again",
+                      stacklevel=3)
+        shutil.rmtree(run_dir)
+    if done < args.steps:
+        pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir, resume=done > 0,
+                 callbacks=callbacks, progress=progress)
     model = load_checkpoint(run_dir)
     result = evaluate_pretraining(model, valid, MLMBaselines.fit(train, model.config.vocab_size))
     atomic_write(run_dir / "evaluation.json", (json.dumps(result, indent=2) + "\n").encode())

@@ -17,11 +17,18 @@ from minialbert.config import AlbertConfig
     (dict(sharing="some"), "unknown sharing 'some'; choose one of all, attention, ffn, none"),
     (dict(hidden_act="swish"), "unknown hidden_act 'swish'"),
     (dict(attention_backend="flash"), "unknown attention_backend 'flash'"),
-    (dict(sharing="ffn", num_hidden_groups=2), "sharing='ffn' gives every layer its own group"),
     (dict(sharing="none", inner_group_num=2), "sharing='none' gives every layer its own group"),
     (dict(embedding_projection=False), "embedding_projection=False needs embedding_size == hidden_size"),
     (dict(hidden_dropout_prob=1.0), "hidden_dropout_prob must be in [0, 1)"),
-    (dict(layer_norm_eps=0.0), "layer_norm_eps must be positive"),
+    (dict(layer_norm_eps=0.0), "layer_norm_eps must be a finite positive number"),
+    (dict(layer_norm_eps=float("inf")), "layer_norm_eps must be a finite positive number"),
+    (dict(initializer_range=-0.02), "initializer_range must be a finite positive number"),
+    (dict(initializer_range=float("nan")), "initializer_range must be a number"),
+    (dict(hidden_dropout_prob=None), "hidden_dropout_prob must be a number, got None"),
+    (dict(layer_norm_eps="1e-12"), "layer_norm_eps must be a number"),
+    (dict(embedding_projection="no"), "embedding_projection must be True or False"),
+    (dict(pad_token_id=None), "pad_token_id must be a non-negative integer"),
+    (dict(sharing="all", num_layers=4, num_hidden_groups=4), "shares nothing"),
     (dict(pad_token_id=30000), "pad_token_id 30000 must be a valid id below vocab_size 30000"),
 ])
 def test_validation_names_field_and_fix(changes, message):
@@ -38,6 +45,7 @@ def test_groups_default_follows_sharing():
     assert AlbertConfig(sharing="all").num_hidden_groups == 1
     assert AlbertConfig(sharing="none", num_layers=6).num_hidden_groups == 6
     assert AlbertConfig(sharing="all").replace(sharing="attention").num_hidden_groups == 12
+    assert AlbertConfig(sharing="ffn", num_hidden_groups=2).num_hidden_groups == 12   # only "all" has groups
 
 
 def test_round_trip_through_json(tmp_path):

@@ -65,7 +65,8 @@ def test_pydocs_deterministic_and_cached(pydocs_cache, monkeypatch, tmp_path):
     damaged = tmp_path / "corpora" / cached[0].name
     damaged.parent.mkdir()
     damaged.write_text("{broken json")
-    assert pydocs_documents("test") == pydocs_cache["test"]                # rebuilt by a fresh parse
+    with pytest.warns(UserWarning, match="is damaged"):
+        assert pydocs_documents("test") == pydocs_cache["test"]            # rebuilt by a fresh parse
     assert damaged.read_bytes() == cached[0].read_bytes()
 
 

@@ -326,6 +326,18 @@ def test_a_corrupt_cache_is_reported_and_rebuilt(tiny_tokenizer, documents, monk
     _assert_same(fresh, PretrainingDataset.load(path))           # the good file is back
 
 
+def test_a_cache_whose_metadata_breaks_its_names_promise_is_rebuilt(tiny_tokenizer, documents, monkeypatch,
+                                                                    tmp_path):
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    fresh = build_examples(documents, tiny_tokenizer[0], "sop", 48, seed=0)
+    (path,) = (tmp_path / "pretraining").glob("*.safetensors")
+    t = fresh._tensors()
+    PretrainingDataset(t["input_ids"], t["token_type_ids"], t["mlm_labels"], t["offsets"],
+                       t["sentence_labels"], "sop", 64).save(path)      # valid checksum, other max_seq_len
+    with pytest.warns(UserWarning, match="not the sop / 48 its name promises; rebuilding"):
+        _assert_same(fresh, build_examples(documents, tiny_tokenizer[0], "sop", 48, seed=0))
+
+
 def test_course_pretraining_data_wires_scale_corpus_and_tokenizer(tiny_tokenizer, documents, monkeypatch,
                                                                    tmp_path):
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))

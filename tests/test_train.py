@@ -170,11 +170,14 @@ def test_run_directory_guards(tmp_path):
 
 
 @pytest.mark.parametrize("damage, message", [
-    ("truncate:model.safetensors", "model.safetensors is corrupt or truncated"),
-    ("truncate:trainer_state.json", "trainer_state.json is corrupt or truncated"),
-    ("truncate:optimizer.pt", "optimizer.pt is corrupt or truncated"),
+    ("truncate:model.safetensors", "model.safetensors is damaged"),
+    ("truncate:trainer_state.json", "trainer_state.json is damaged"),
+    ("truncate:optimizer.pt", "optimizer.pt is damaged"),
+    ("truncate:manifest.json", "manifest.json is corrupt or truncated"),
     ("delete:config.json", "config.json is missing"),
+    ("delete:manifest.json", "manifest.json is missing"),
     ("latest:step-999999", "points to step-999999"),
+    ("latest:../../etc", "latest is damaged"),
 ])
 def test_damaged_checkpoints_give_clear_errors(tmp_path, damage, message):
     data = synthetic_examples(16)

@@ -97,3 +97,17 @@ def test_the_whole_ci_zoo_builds_from_the_cli(capsys):
     out = capsys.readouterr().out
     assert all(name in out for name in zoo.ENTRIES) and "missing" not in out
     assert {r["state"] for r in zoo.status("ci")} == {"built"}
+
+
+def test_a_damaged_entry_is_trained_again_never_used():
+    zoo.build(["bert-nsp"], SCALE, progress=False)
+    run_dir = zoo.entry_dir(zoo.entry("bert-nsp"), SCALE)
+    weights = find_checkpoint(run_dir) / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-8:] = b"\xff" * 8                                         # flip bytes inside the tensors
+    weights.write_bytes(bytes(data))
+    assert zoo.status(SCALE, ["bert-nsp"])[0]["state"] == "missing"
+    with pytest.warns(UserWarning, match="no verified checkpoint"):
+        model = zoo.load("bert-nsp", SCALE, progress=False)
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    assert zoo.status(SCALE, ["bert-nsp"])[0]["state"] == "built"

@@ -1,0 +1,351 @@
+"""Issue 16's regression tests, one per reported case: nothing silently wrong, nothing lost.
+
+Damaged checkpoints and caches, non-finite training, shared or half-made run directories,
+configs changed after creation, bad model inputs, and the CLI's one-line errors.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+from test_train import TINY, args, synthetic_examples, weights
+
+import minialbert as ma
+from minialbert import download
+from minialbert.__main__ import main
+from minialbert.config import AlbertConfig
+from minialbert.model import AlbertForPretraining, AlbertModel, count_parameters
+from minialbert.train import (
+    NonFiniteError,
+    RunLockedError,
+    TrainArgs,
+    find_checkpoint,
+    load_checkpoint,
+    pretrain,
+    read_metrics,
+    run_lock,
+)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def flip_bytes(path, offset: int, count: int = 4) -> None:
+    raw = bytearray(path.read_bytes())
+    for i in range(offset, offset + count):
+        raw[i % len(raw)] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+# ---------------------------------------------------------------------------- checkpoints
+@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.pt", "trainer_state.json", "config.json"])
+def test_four_changed_bytes_in_the_latest_checkpoint_are_named(tmp_path, name):
+    data = synthetic_examples(16)
+    pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data, out_dir=tmp_path,
+             progress=False)
+    latest = find_checkpoint(tmp_path)
+    flip_bytes(latest / name, (latest / name).stat().st_size // 2)
+    for attempt in (lambda: load_checkpoint(tmp_path),
+                    lambda: pretrain(TINY, args(steps=3, warmup=0, checkpoint_every=1, eval_every=0), data,
+                                     out_dir=tmp_path, resume=True, progress=False)):
+        with pytest.raises(ValueError, match=f"{name} is damaged") as info:
+            attempt()
+        assert "\n" not in str(info.value)
+    assert find_checkpoint(tmp_path) == latest                              # latest untouched
+
+
+def test_resume_from_the_previous_checkpoint_finishes_the_run_exactly(tmp_path):
+    data = synthetic_examples(32)
+    a = args(steps=4, warmup=1, checkpoint_every=2, eval_every=2, keep_last=2)
+    straight = pretrain(TINY, a, data, data, out_dir=tmp_path / "straight", progress=False)
+
+    run = tmp_path / "run"
+    pretrain(TINY, a, data, data, out_dir=run, progress=False)
+    flip_bytes(run / "checkpoints" / "step-000004" / "optimizer.pt", 100)
+    with pytest.raises(ValueError, match="optimizer.pt is damaged.*resume from .*step-000002"):
+        pretrain(TINY, a, data, data, out_dir=run, resume=True, progress=False)
+    redone = pretrain(TINY, a, data, data, out_dir=run, resume_from=run / "checkpoints" / "step-000002",
+                      progress=False)
+    assert find_checkpoint(run).name == "step-000004"
+    for k, v in weights(straight.model).items():
+        assert torch.equal(weights(redone.model)[k], v), k
+    assert load_checkpoint(run) is not None                                 # verified again
+
+
+# ---------------------------------------------------------------------------- non-finite training
+@pytest.mark.parametrize("change, message", [
+    (dict(lr=math.nan), "lr must be a finite number > 0"),
+    (dict(lr=math.inf), "lr must be a finite number > 0"),
+    (dict(weight_decay=math.nan), "weight_decay must be a finite number >= 0"),
+    (dict(weight_decay=-5.0), "weight_decay must be a finite number >= 0"),
+    (dict(eval_examples=0), "eval_examples must be an integer >= 1"),
+    (dict(eval_examples=-1), "eval_examples must be an integer >= 1"),
+    (dict(eval_every=-1), "eval_every must be an integer >= 0"),
+    (dict(checkpoint_every=-1), "checkpoint_every must be an integer >= 0"),
+    (dict(steps="3"), "steps must be an integer >= 1"),
+    (dict(optimizer="sgd"), "unknown optimizer 'sgd'"),
+])
+def test_bad_hyper_parameters_are_refused_before_anything_is_written(change, message):
+    with pytest.raises(ValueError, match=message):
+        args(**change)
+
+
+def test_scale_warmup_is_clamped_to_a_short_run_with_a_warning():
+    with pytest.warns(UserWarning, match="warmup of 5 steps is longer than steps=3: using warmup=3"):
+        assert TrainArgs.from_scale("ci", steps=3).warmup == 3
+    with pytest.raises(ValueError, match="warmup 5 must be between 0 and steps 3"):
+        TrainArgs.from_scale("ci", steps=3, warmup=5)                       # the user's own value: refused
+
+
+def test_a_non_finite_loss_stops_the_run_and_latest_stays_good(tmp_path):
+    data = synthetic_examples(16)
+    with pytest.raises(NonFiniteError, match=r"step 2: non-finite train .*mlm_loss = nan"):
+        pretrain(TINY, args(steps=4, warmup=0, lr=1e30, optimizer="adamw", checkpoint_every=1, eval_every=0),
+                 data, out_dir=tmp_path, progress=False)
+    assert find_checkpoint(tmp_path).name == "step-000001"
+    model = load_checkpoint(tmp_path)
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    no_nan = lambda c: pytest.fail(f"{c} in metrics.jsonl")  # noqa: E731
+    records = [json.loads(line, parse_constant=no_nan) for line in lines]
+    assert [r["step"] for r in records] == [1]
+
+
+# ---------------------------------------------------------------------------- run directories
+def test_a_second_run_on_a_locked_directory_is_refused(tmp_path):
+    data = synthetic_examples(16)
+    with run_lock(tmp_path):
+        with pytest.raises(RunLockedError, match=f"in use by another run \\(PID {os.getpid()}") as info:
+            pretrain(TINY, args(steps=1, warmup=0), data, out_dir=tmp_path, progress=False)
+    assert isinstance(info.value, OSError)                                  # the CLI's one-line kind
+    assert not (tmp_path / "checkpoints").exists()
+
+
+def test_a_stale_lock_is_taken_over_and_removed(tmp_path):
+    (tmp_path / ".lock").write_text("999999999\n")                         # its process is long gone
+    pretrain(TINY, args(steps=1, warmup=0), synthetic_examples(16), out_dir=tmp_path, progress=False)
+    assert not (tmp_path / ".lock").exists() and find_checkpoint(tmp_path).name == "step-000001"
+
+
+def test_a_run_failing_before_its_first_step_leaves_the_directory_as_found(tmp_path):
+    data = synthetic_examples(16)
+    with pytest.raises(ValueError, match="fewer than one batch"):
+        pretrain(TINY, args(steps=1, warmup=0, batch_size=100000), data, out_dir=tmp_path / "new",
+                 progress=False)
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "old").mkdir()
+    with pytest.raises(ValueError, match="fewer than one batch"):
+        pretrain(TINY, args(steps=1, warmup=0, batch_size=100000), data, out_dir=tmp_path / "old",
+                 progress=False)
+    assert list((tmp_path / "old").iterdir()) == []
+
+
+def test_leftover_temporaries_are_cleaned_at_the_next_start(tmp_path):
+    data = synthetic_examples(16)
+    pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data, out_dir=tmp_path,
+             progress=False)
+    (tmp_path / "checkpoints" / ".tmp-step-000002-123").mkdir()
+    (tmp_path / "checkpoints" / ".latest.tmp-123").write_text("step-000002\n")
+    (tmp_path / ".metrics.jsonl.tmp-123").write_text("")
+    pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data, out_dir=tmp_path,
+             resume=True, progress=False)
+    assert not [p for p in tmp_path.rglob("*") if "tmp" in p.name]
+
+
+def test_an_empty_out_dir_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="out_dir is empty"):
+        pretrain(TINY, args(steps=1, warmup=0), synthetic_examples(16), out_dir="", progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- configs
+def test_a_config_cannot_change_under_a_model():
+    cfg = AlbertConfig.preset("ci-albert")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.sharing = "none"
+
+
+def test_dataclasses_replace_re_derives_the_groups():
+    albert = AlbertConfig.preset("albert-base")
+    assert dataclasses.replace(albert, sharing="attention").num_hidden_groups == 12
+    bert6 = dataclasses.replace(AlbertConfig.preset("ci-bert"), num_layers=6)
+    assert bert6.num_hidden_groups == 6
+    assert sum(p.numel() for p in AlbertModel(bert6).parameters()) == count_parameters(bert6)
+    with pytest.raises(ValueError, match="shares nothing"):
+        dataclasses.replace(AlbertConfig.preset("ci-bert"), sharing="all")
+    assert dataclasses.replace(AlbertConfig.preset("ci-bert"), sharing="all",
+                               num_hidden_groups=None).num_hidden_groups == 1
+
+
+# ---------------------------------------------------------------------------- model inputs
+IDS = torch.tensor([[2, 7, 8, 3], [2, 9, 3, 0]])
+
+
+@pytest.mark.parametrize("inputs, message", [
+    (dict(input_ids=IDS + 50), "input_ids holds 59, outside \\[0, 50\\)"),
+    (dict(input_ids=-IDS), "input_ids holds -9"),
+    (dict(input_ids=IDS.float()), "input_ids must be an int64"),
+    (dict(input_ids=IDS[:0]), "empty batch"),
+    (dict(input_ids=IDS[0]), "must be a \\(batch, length\\) tensor"),
+    (dict(input_ids=IDS, token_type_ids=IDS.clamp(max=2)), "token_type_ids holds 2"),
+    (dict(input_ids=IDS, token_type_ids=IDS[:, :3] * 0), "token_type_ids has shape \\(2, 3\\)"),
+    (dict(input_ids=IDS, attention_mask=(IDS == 0).float() * -10000), "an additive mask"),
+    (dict(input_ids=IDS, attention_mask=torch.ones(2, 5)), "attention_mask must have input_ids' shape"),
+    (dict(input_ids=IDS, mlm_labels=IDS + 100), "mlm_labels must be in \\[0, 50\\) or -100"),
+])
+def test_bad_inputs_are_named_at_the_models_entry(inputs, message):
+    model = AlbertForPretraining(TINY, sentence_task="sop")
+    with pytest.raises(ValueError, match=message):
+        model(**inputs)
+
+
+def test_sentence_labels_need_a_sentence_head():
+    with pytest.raises(ValueError, match="without a sentence head"):
+        AlbertForPretraining(TINY, sentence_task=None)(IDS, sentence_labels=torch.tensor([0, 1]))
+
+
+def test_an_all_zero_mask_row_gives_the_same_finite_output_on_every_backend():
+    mask = torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0]])
+    outputs = {}
+    for backend in ("math", "sdpa"):
+        torch.manual_seed(0)
+        model = AlbertModel(TINY.replace(attention_backend=backend)).eval()
+        outputs[backend] = model(IDS, attention_mask=mask).last_hidden_state
+    assert torch.isfinite(outputs["sdpa"]).all()
+    torch.testing.assert_close(outputs["math"], outputs["sdpa"])
+
+
+# ---------------------------------------------------------------------------- CLI
+@pytest.mark.parametrize("argv, message", [
+    (["--set", "bogus=1"], "unknown AlbertConfig field(s) ['bogus']"),
+    (["--set", "hidden_dropout_prob=abc"], "hidden_dropout_prob must be a number, got 'abc'"),
+    (["--eval-examples", "0"], "eval_examples must be an integer >= 1"),
+    (["--lr", "nan"], "lr must be a finite number > 0"),
+])
+def test_bad_values_are_one_line_errors(tmp_path, capsys, argv, message):
+    assert main(["pretrain", "--out", str(tmp_path / "run"), "--scale", "ci", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("minialbert: error: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv", [["--out", ""], ["--out", "x", "--threads", "0"],
+                                  ["--out", "x", "--threads", "-1"]])
+def test_bad_options_are_refused_by_the_parser(capsys, argv):
+    with pytest.raises(SystemExit) as info:
+        main(["pretrain", *argv])
+    assert info.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+
+
+def test_unexpected_errors_and_ctrl_c_are_one_line_and_debug_shows_traceback(monkeypatch, capsys, tmp_path):
+    import minialbert.__main__ as cli
+
+    def boom(args):
+        raise TypeError("something odd\nsecond line")
+
+    monkeypatch.setattr(cli, "cmd_figures", boom)
+    assert main(["figures"]) == 1
+    assert capsys.readouterr().err == ("minialbert: error: TypeError: something odd "
+                                       "(run with --debug for the traceback)\n")
+    for argv in (["--debug", "figures"], ["figures", "--debug"]):
+        with pytest.raises(TypeError):
+            main(argv)
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_pretrain", interrupted)
+    assert main(["pretrain", "--out", str(tmp_path)]) == 130
+    assert capsys.readouterr().err == (f"minialbert: interrupted; the last checkpoint in {tmp_path} is "
+                                       "intact (continue with --resume)\n")
+
+
+def test_a_cache_variable_naming_a_file_is_named(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "file"))
+    with pytest.raises(ValueError, match="set MINIALBERT_CACHE to a writable directory"):
+        download.cache_dir()
+
+
+def test_kernels_load_on_first_access_without_triton_at_import():
+    code = ("import sys, minialbert as ma; assert 'triton' not in sys.modules; "
+            "print(callable(ma.kernels.fused_attention))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+
+
+# ---------------------------------------------------------------------------- hf and the tokenizer
+def test_from_hf_rejects_misspelled_keys_non_tensors_and_non_finite_weights():
+    sd, config = ma.hf.to_hf(AlbertForPretraining(TINY.replace(embedding_projection=True)))
+    with pytest.raises(ValueError, match="unknown key 'num_hidden_layer'.*did you mean 'num_hidden_layers'"):
+        ma.hf.from_hf(sd, {**config, "num_hidden_layer": 2})
+    with pytest.raises(ValueError, match="from_hf takes a state dict and a config dict"):
+        ma.hf.from_hf(sd, None)
+    with pytest.raises(ValueError, match="convert numpy arrays"):
+        ma.hf.from_hf({k: v.numpy() for k, v in sd.items()}, config)
+    key = "albert.pooler.weight"
+    with pytest.raises(ValueError, match=f"{key} holds NaN"):
+        ma.hf.from_hf({**sd, key: torch.full_like(sd[key], math.nan)}, config)
+    with pytest.raises(ValueError, match=f"{key} has dtype torch.int64"):
+        ma.hf.from_hf({**sd, key: sd[key].long()}, config)
+
+
+def test_tokenizer_rejects_what_it_cannot_encode_or_decode():
+    from test_tokenizer import SENTENCES
+
+    from minialbert.tokenizer import Tokenizer
+
+    tok = Tokenizer.train(SENTENCES, vocab_size=120)
+    with pytest.raises(ValueError, match="expected text \\(a str\\), got NoneType"):
+        tok.encode(None)
+    with pytest.raises(ValueError, match="unpaired surrogate"):
+        tok.encode("a\ud800b")
+    with pytest.raises(ValueError, match="token ids must be integers"):
+        tok.decode([6.7])
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tok.encode_pair([5, 500], [6])
+
+
+def test_damaged_cache_files_are_reported_and_rebuilt(tmp_path):
+    path = download.write_checked(tmp_path / "corpus.json", b'[{"title": "a", "sentences": ["b"]}]')
+    assert download.read_checked(path) == path.read_bytes()
+    path.write_bytes(b"[]")
+    with pytest.warns(UserWarning, match="corpus.json is damaged"):
+        assert download.read_checked(path) is None
+    assert not path.exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert download.read_checked(path) is None                         # simply missing: no warning
+
+
+def test_a_replaced_tokenizer_cache_is_rebuilt(tmp_path, monkeypatch):
+    from test_tokenizer import SENTENCES
+
+    from minialbert.scale import SCALES
+    from minialbert.tokenizer import Tokenizer, course_tokenizer
+
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    scale = dataclasses.replace(SCALES["ci"], max_documents=40, vocab_size=300)
+    tok = course_tokenizer(scale)
+    [path] = (tmp_path / "tokenizers").glob("*.model")
+    Tokenizer.train(SENTENCES, vocab_size=120).save(path)                   # another valid model
+    with pytest.warns(UserWarning, match="is damaged"):
+        assert course_tokenizer(scale).model_proto == tok.model_proto
+
+
+def test_metrics_of_a_run_are_strict_json(tmp_path):
+    pretrain(TINY, args(steps=2, warmup=0), synthetic_examples(16), synthetic_examples(8, seed=1),
+             out_dir=tmp_path, progress=False)
+    assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 2]
