@@ -37,10 +37,6 @@ def notebook_text(nb: nbformat.NotebookNode) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def write_notebook(nb: nbformat.NotebookNode, path: str | Path) -> Path:
-    return atomic_write(Path(path), notebook_text(nb).encode())
-
-
 def _without_progress_bars(text: str) -> str:
     lines = re.split(r"(?<=\n)|\r", text)
     return "".join(line for line in lines if not PROGRESS_BAR.search(line))

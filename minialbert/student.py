@@ -2,7 +2,7 @@
 
 Markers, as in nbgrader:
 - code:  `### BEGIN SOLUTION` (optionally `### BEGIN SOLUTION (hint: one line)`) ... `### END SOLUTION`
-  becomes `raise NotImplementedError("<the hint>")`, indented like the marker;
+  becomes `raise NotImplementedError("Exercise: <the hint>")`, indented like the marker;
 - code:  `### BEGIN ANSWERS` ... `### END ANSWERS` holds self-check answers, one `name = value` a
   line; each becomes `name = ...  # your answer`, so the self-check runs and says "no answer yet";
 - markdown: `<!-- BEGIN SOLUTION -->` ... `<!-- END SOLUTION -->` becomes a prompt for the answer.
