@@ -5,7 +5,7 @@ PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 NOTEBOOKS = notebooks
 
-.PHONY: install test test-fast notebooks zoo figures lab lint clean
+.PHONY: install test test-fast notebooks clean-notebooks student-notebooks chromium zoo figures lab lint clean
 
 install: $(STAMP)
 
@@ -16,11 +16,20 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -e '.[dev]' -c constraints.txt
 	touch $@
 
-# Everything: unit, parity, property and process tests, then every notebook at ci scale.
-test: $(STAMP)
+# Everything: unit, parity, property, process and browser tests, then every lesson at ci scale.
+test: $(STAMP) chromium
 	$(PY) -m ruff check minialbert tests benchmarks
 	MINIALBERT_SCALE=ci $(PY) -m pytest -q tests
-	MINIALBERT_SCALE=ci $(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
+	MINIALBERT_SCALE=ci $(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	  $(NOTEBOOKS)/*.ipynb
+
+# The browser test (tests/test_browser.py) drives Debian's chromium; install it when missing and we
+# may (root or passwordless sudo). If it cannot be had, that test fails and says how to install it.
+chromium:
+	@test -x /usr/bin/chromium || { command -v apt-get >/dev/null && \
+	  $(if $(filter 0,$(shell id -u)),,sudo -n) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo -n) apt-get install -y -qq chromium \
+	  >/dev/null; } || echo "could not install chromium: run \`sudo apt-get install chromium\`"
 
 test-fast: $(STAMP)
 	MINIALBERT_SCALE=ci $(PY) -m pytest -q -x tests
@@ -30,6 +39,15 @@ notebooks: $(STAMP)
 	for nb in $(NOTEBOOKS)/*.ipynb; do \
 	  MINIALBERT_SCALE=$${MINIALBERT_SCALE:-course} $(PY) -m jupyter nbconvert --to notebook --execute \
 	    --inplace --ExecutePreprocessor.timeout=1800 $$nb || exit 1; done
+	$(MAKE) clean-notebooks student-notebooks
+
+# Strip execution timestamps, machine details, widget state and progress bars; outputs stay.
+clean-notebooks: $(STAMP)
+	$(PY) -m minialbert clean-notebooks
+
+# The student versions (solutions replaced by stubs) in $(NOTEBOOKS)/student, from the lessons.
+student-notebooks: $(STAMP)
+	$(PY) -m minialbert student-notebooks --source $(NOTEBOOKS) --out $(NOTEBOOKS)/student
 
 # Build the course model zoo (cached, resumable pretraining runs) at $MINIALBERT_SCALE (default: course).
 zoo: $(STAMP)
@@ -46,4 +64,4 @@ lint: $(STAMP)
 	$(PY) -m ruff check minialbert tests benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts

@@ -1,4 +1,4 @@
-"""The command line: python -m minialbert {pretrain,evaluate,zoo,figures} --help.
+"""The command line: python -m minialbert {pretrain,evaluate,zoo,figures,student-notebooks,...} --help.
 
 Defaults come from the scale ($MINIALBERT_SCALE or --scale). Under torchrun, `pretrain` runs
 DistributedDataParallel with one process per rank; only rank 0 prints, logs and checkpoints.
@@ -128,7 +128,20 @@ def build_parser() -> Parser:
     fig = sub.add_parser("figures", help="regenerate the course figures under assets/figures",
                          description="Regenerate the course figures (PNG + JSON) at a scale.")
     fig.add_argument("--scale", choices=list(SCALES), help=scale_help)
-    for command in (pre, ev, fig):       # --debug also after the command; unset there unless given
+
+    stu = sub.add_parser("student-notebooks", help="write the student versions of the lessons",
+                         description="Write every lesson with its solutions replaced by stubs and its "
+                                     "self-check answers blanked (see minialbert/student.py).")
+    stu.add_argument("--source", type=Path, default=Path("notebooks"),
+                     help="folder of the lessons (default: notebooks)")
+    stu.add_argument("--out", type=Path, default=Path("notebooks/student"),
+                     help="folder for the student versions (default: notebooks/student)")
+
+    cln = sub.add_parser("clean-notebooks", help="strip timestamps, widget state and progress bars",
+                         description="Clean notebooks in place, keeping their outputs.")
+    cln.add_argument("paths", nargs="*", type=Path,
+                     help="notebooks to clean (default: every .ipynb under notebooks/)")
+    for command in (pre, ev, zoo, fig, stu, cln):   # --debug also after the command; unset unless given
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help="show the full traceback of an error")
     return p
@@ -219,11 +232,31 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     return f"minialbert: warning: {message}\n"
 
 
+def cmd_student_notebooks(args: argparse.Namespace) -> None:
+    from .student import write_student_notebooks
+
+    written = write_student_notebooks(args.source, args.out)
+    print(f"{len(written)} student notebooks in {args.out}")
+
+
+def cmd_clean_notebooks(args: argparse.Namespace) -> None:
+    from .notebooks import clean_notebooks
+
+    paths = args.paths or sorted(Path("notebooks").rglob("*.ipynb"))
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing or not paths:
+        raise FileNotFoundError(f"no notebook at {', '.join(missing) or 'notebooks/'}: run from the "
+                                "repository root or pass notebook paths")
+    changed = clean_notebooks(paths)
+    print(f"cleaned {len(changed)} of {len(paths)} notebooks" + "".join(f"\n  {p}" for p in changed))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    command = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo,
-               "figures": cmd_figures}[args.command]
+    command = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo, "figures": cmd_figures,
+               "student-notebooks": cmd_student_notebooks,
+               "clean-notebooks": cmd_clean_notebooks}[args.command]
     if not args.debug:
         warnings.formatwarning = _one_line_warning
     try:

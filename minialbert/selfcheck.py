@@ -1,0 +1,88 @@
+"""The lessons' self-checks: a question stores a hash of its answer, and its explanation sealed with
+the answer as key, so the student version of a lesson can check an answer without showing it.
+
+An author prints the line for the lesson once:
+    print(question_source(2, 749, why="E < VH/(V+H) = 748.8", digits=0))
+    -> Question(2, '<digest>', why='<sealed>', digits=0).check(answer_2)
+Answers are compared after normalising: text ignores case and runs of whitespace, numbers are
+rounded to `digits` decimals. The hash hides the answer from a glance, not from guessing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+
+
+def normalise(answer: object, digits: int | None = None) -> str:
+    """The canonical text of an answer: a number rounded to `digits` decimals when digits is given,
+    else the text lower-cased with runs of whitespace made single spaces."""
+    if digits is not None:
+        number = float(str(answer).replace(",", "").replace("_", "").strip())   # ValueError if not a number
+        return f"{round(number, digits) + 0.0:.{digits}f}"           # + 0.0 turns -0.0 into 0.0
+    return " ".join(str(answer).lower().split())
+
+
+def answer_digest(answer: object, digits: int | None = None) -> str:
+    """The digest a Question stores: the first 16 hex digits of sha256 of the normalised answer."""
+    return hashlib.sha256(f"minialbert:{normalise(answer, digits)}".encode()).hexdigest()[:16]
+
+
+def _xor_with_answer(data: bytes, answer: object, digits: int | None) -> bytes:
+    key = hashlib.shake_256(f"minialbert-why:{normalise(answer, digits)}".encode()).digest(len(data))
+    return bytes(a ^ b for a, b in zip(data, key))
+
+
+def seal(text: str, answer: object, digits: int | None = None) -> str:
+    """text XOR a keystream derived from the answer, base64: readable only with the right answer."""
+    return base64.b64encode(_xor_with_answer(text.encode(), answer, digits)).decode()
+
+
+def unseal(sealed: str, answer: object, digits: int | None = None) -> str:
+    return _xor_with_answer(base64.b64decode(sealed), answer, digits).decode()
+
+
+def question_source(number: int, answer: object, why: str, hint: str | None = None,
+                    digits: int | None = None) -> str:
+    """The line a lesson holds for one question: `Question(...).check(answer_<number>)`."""
+    args = [repr(number), repr(answer_digest(answer, digits)), f"why={seal(why, answer, digits)!r}"]
+    args += [f"hint={hint!r}"] * (hint is not None) + [f"digits={digits}"] * (digits is not None)
+    return f"Question({', '.join(args)}).check(answer_{number})"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One self-check question: its number in the lesson, the digest of the right answer, a one-line
+    explanation sealed with the answer (shown when the answer is right), and a hint shown when not."""
+
+    number: int
+    digest: str
+    why: str                         # sealed: see seal()
+    hint: str = "look again at the section of the lesson it asks about, then try again"
+    digits: int | None = None        # None: a text answer; an int: a number rounded to these decimals
+
+    def is_right(self, answer: object) -> bool:
+        try:
+            return answer_digest(answer, self.digits) == self.digest
+        except ValueError:            # text given where a number is expected
+            return False
+
+    def check(self, answer: object) -> None:
+        """Print whether `answer` is right, with a one-line explanation or a hint."""
+        if answer is Ellipsis:
+            print(f"question {self.number}: no answer yet (replace the ... with yours)")
+        elif self.is_right(answer):
+            print(f"question {self.number}: right. {unseal(self.why, answer, self.digits)}")
+        elif self.digits is not None and not _is_number(answer):
+            print(f"question {self.number}: wrong: the answer is a number ({self.digits} decimals)")
+        else:
+            print(f"question {self.number}: wrong. Hint: {self.hint}")
+
+
+def _is_number(answer: object) -> bool:
+    try:
+        normalise(answer, 0)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,80 @@
+"""The committed notebooks are clean, and the README, the course map and cross-references agree with
+the lesson files."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from minialbert.notebooks import clean_notebook, lessons, notebook_text, read_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+LESSONS = {p.stem[:2]: p.stem for p in lessons(NOTEBOOKS)}
+LEAD_REWRITING = {"05_pretrain_your_albert"}      # cleaned when the lead's rewrite lands (make notebooks)
+
+
+def test_clean_notebook_keeps_outputs_and_drops_noise():
+    nb = nbformat.v4.new_notebook(metadata={"widgets": {"state": {}}, "language_info": {"name": "python",
+                                                                                        "version": "3.11.7"}})
+    cell = nbformat.v4.new_code_cell("run()", execution_count=3, metadata={
+        "execution": {"iopub.execute_input": "2026-11-21T07:22:21Z"}, "tags": ["keep"]})
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="loss 7.1\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="  0%|     | 0/4\r 100%|#####| 4/4\nwarning\n"),
+        nbformat.v4.new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {},
+                                                     "text/plain": "IntSlider(value=3)"}),
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBOR", "text/plain": "<Figure>"})]
+    nb.cells = [cell]
+    clean = clean_notebook(nb)
+    assert clean.metadata == {"language_info": {"name": "python"}}
+    (out,) = clean.cells
+    assert out.metadata == {"tags": ["keep"]} and out.execution_count == 3
+    assert [o.get("text") for o in out.outputs] == ["loss 7.1\n", "warning\n", None]
+    assert out.outputs[2].data["image/png"] == "iVBOR"
+    assert clean_notebook(clean) == clean
+
+
+def pending(path: Path) -> list:
+    rewriting = path.stem in LEAD_REWRITING and path.parent == NOTEBOOKS
+    return [pytest.mark.xfail(strict=True, reason="the lead is rewriting it")] if rewriting else []
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(NOTEBOOKS)), marks=pending(p))
+                                  for p in sorted(NOTEBOOKS.rglob("*.ipynb"))])
+def test_committed_notebooks_are_clean(path):
+    text = path.read_text()
+    assert text == notebook_text(clean_notebook(nbformat.reads(text, as_version=4))), (
+        f"{path.relative_to(ROOT)} carries timestamps, widget state or progress bars: "
+        "run `make clean-notebooks`")
+
+
+def table_rows(markdown: str, heading: str) -> list[list[str]]:
+    """The body rows of the first table after `heading`, as lists of cell texts."""
+    lines = markdown.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[start + 2:end]]
+
+
+def test_readme_lesson_table_lists_the_lesson_files():
+    rows = table_rows((ROOT / "README.md").read_text(), "## The lessons")
+    assert {r[0]: r[1].strip("`") for r in rows} == LESSONS
+
+
+def test_course_map_route_lists_the_lessons():
+    course_map = "\n".join(c.source for c in read_notebook(NOTEBOOKS / "00_course_map.ipynb").cells)
+    rows = table_rows(course_map, "## The route")
+    assert [r[0] for r in rows] == sorted(LESSONS)
+
+
+def test_cross_references_point_at_lessons_that_exist():
+    texts = {"README.md": (ROOT / "README.md").read_text()}
+    texts |= {p.name: "\n".join(c.source for c in read_notebook(p).cells if c.cell_type == "markdown")
+              for p in lessons(NOTEBOOKS)}
+    for name, text in texts.items():
+        for number in re.findall(r"\b[Ll]essons? (\d\d)\b", text):
+            assert number in LESSONS, f"{name} refers to lesson {number}, which does not exist"
+        for stem in re.findall(r"\b(\d\d_[a-z_]+[a-z])\b", text):
+            assert stem in LESSONS.values(), f"{name} refers to {stem}, which is not a lesson file"

@@ -1,0 +1,103 @@
+"""The self-check helper, and every lesson's self-check: its answers are right, other answers are not."""
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from minialbert.notebooks import lessons, read_notebook
+from minialbert.selfcheck import Question, answer_digest, normalise, question_source, seal
+from minialbert.student import student_source
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+ANSWERS = re.compile(r"^### BEGIN ANSWERS\n(?P<block>.*?)^### END ANSWERS\n", re.S | re.M)
+LEAD_REWRITING = {"05_pretrain_your_albert"}      # gets its self-check when the lead's rewrite lands
+
+
+def printed(source: str, namespace: dict) -> list[str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(source, namespace)
+    return out.getvalue().splitlines()
+
+
+def self_check_cell(path: Path):
+    cells = [c for c in read_notebook(path).cells if c.cell_type == "code" and ANSWERS.search(c.source)]
+    return cells[-1] if cells else None
+
+
+def test_normalise_text_ignores_case_and_whitespace():
+    assert normalise("  Post-LN \n") == normalise("post-ln") == "post-ln"
+    assert normalise("next  sentence\tprediction") == "next sentence prediction"
+
+
+def test_normalise_numbers_rounds_to_the_stated_digits():
+    assert normalise(3.9383, 1) == normalise("3.9", 1) == "3.9"
+    assert normalise("30,000", 0) == normalise(30000.2, 0) == "30000"
+    assert normalise(-0.04, 1) == "0.0"
+    with pytest.raises(ValueError):
+        normalise("many", 0)
+
+
+def test_question_says_right_wrong_or_not_yet(capsys):
+    why = seal("E < VH/(V+H).", 749, digits=0)
+    q = Question(3, answer_digest(749, digits=0), why=why, hint="solve for E", digits=0)
+    assert q.is_right(749) and q.is_right("748.8") and not q.is_right(748) and not q.is_right("many")
+    for answer in (748.9, 700, "many", ...):
+        q.check(answer)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["question 3: right. E < VH/(V+H).", "question 3: wrong. Hint: solve for E",
+                     "question 3: wrong: the answer is a number (0 decimals)",
+                     "question 3: no answer yet (replace the ... with yours)"]
+
+
+def test_digest_and_sealed_explanation_hide_the_answer():
+    digest = answer_digest("sop")
+    assert "sop" not in digest and len(digest) == 16 and digest != answer_digest("nsp")
+    line = question_source(2, "SOP", why="Sentence-order prediction replaces NSP.", hint="reread it")
+    assert "SOP" not in line and "Sentence-order" not in line and "hint='reread it'" in line
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(line, {"Question": Question, "answer_2": " sop "})
+    assert out.getvalue() == "question 2: right. Sentence-order prediction replaces NSP.\n"
+
+
+LESSONS = [pytest.param(p, id=p.stem, marks=[pytest.mark.xfail(strict=True, reason="lead is rewriting it")]
+                        if p.stem in LEAD_REWRITING else []) for p in lessons(NOTEBOOKS)]
+
+
+@pytest.mark.parametrize("path", LESSONS)
+def test_every_lesson_ends_with_a_self_check(path):
+    cells = read_notebook(path).cells
+    cell = self_check_cell(path)
+    assert cell is not None, f"{path.name} has no self-check: end it with a `### BEGIN ANSWERS` cell"
+    assert cells.index(cell) >= len(cells) - 2, f"{path.name}: the self-check must be the lesson's end"
+
+
+@pytest.mark.parametrize("path", [p for p in lessons(NOTEBOOKS) if self_check_cell(p)], ids=lambda p: p.stem)
+def test_self_check_accepts_its_answers_and_rejects_others(path):
+    source = self_check_cell(path).source
+    block = ANSWERS.search(source)
+    before, after = source[:block.start()], source[block.end():]
+    namespace: dict = {}
+    exec(before + block.group("block"), namespace)
+    answers = sorted(k for k in namespace if k.startswith("answer_"))
+    assert 3 <= len(answers) <= 5, f"{path.name}: a self-check has 3 to 5 questions, found {len(answers)}"
+
+    right = printed(after, namespace)
+    assert len(right) == len(answers) and all(": right." in line for line in right), right
+
+    for name in answers:
+        value = namespace[name]
+        namespace[name] = value + 1 if isinstance(value, int | float) else f"not {value}"
+    wrong = printed(after, namespace)
+    assert len(wrong) == len(answers) and all(": wrong" in line for line in wrong), wrong
+
+    student = student_source(self_check_cell(path))
+    assert "### BEGIN ANSWERS" not in student
+    for line in right:                                     # the explanations are sealed, not readable
+        assert line.split(": right. ", 1)[1] not in student, line
+    blank = printed(student, {})
+    assert len(blank) == len(answers) and all("no answer yet" in line for line in blank), blank
