@@ -12,7 +12,6 @@ from minialbert.notebooks import clean_notebook, lessons, notebook_text, read_no
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 LESSONS = {p.stem[:2]: p.stem for p in lessons(NOTEBOOKS)}
-LEAD_REWRITING = {"05_pretrain_your_albert"}      # cleaned when the lead's rewrite lands (make notebooks)
 
 
 def test_clean_notebook_keeps_outputs_and_drops_noise():
@@ -36,12 +35,7 @@ def test_clean_notebook_keeps_outputs_and_drops_noise():
     assert clean_notebook(clean) == clean
 
 
-def pending(path: Path) -> list:
-    rewriting = path.stem in LEAD_REWRITING and path.parent == NOTEBOOKS
-    return [pytest.mark.xfail(strict=True, reason="the lead is rewriting it")] if rewriting else []
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(NOTEBOOKS)), marks=pending(p))
+@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(NOTEBOOKS)))
                                   for p in sorted(NOTEBOOKS.rglob("*.ipynb"))])
 def test_committed_notebooks_are_clean(path):
     text = path.read_text()

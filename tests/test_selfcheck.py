@@ -13,7 +13,6 @@ from minialbert.student import student_source
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 ANSWERS = re.compile(r"^### BEGIN ANSWERS\n(?P<block>.*?)^### END ANSWERS\n", re.S | re.M)
-LEAD_REWRITING = {"05_pretrain_your_albert"}      # gets its self-check when the lead's rewrite lands
 
 
 def printed(source: str, namespace: dict) -> list[str]:
@@ -64,8 +63,7 @@ def test_digest_and_sealed_explanation_hide_the_answer():
     assert out.getvalue() == "question 2: right. Sentence-order prediction replaces NSP.\n"
 
 
-LESSONS = [pytest.param(p, id=p.stem, marks=[pytest.mark.xfail(strict=True, reason="lead is rewriting it")]
-                        if p.stem in LEAD_REWRITING else []) for p in lessons(NOTEBOOKS)]
+LESSONS = [pytest.param(p, id=p.stem) for p in lessons(NOTEBOOKS)]
 
 
 @pytest.mark.parametrize("path", LESSONS)
