@@ -70,6 +70,12 @@ CANDIDATES = {
               "discover where to look"),
     "small-seq64-mask40": candidate(model=SMALL, seq=64, batch=64, lr=1e-3, warmup=300, steps=1500,
                                     mask_rate=0.4, about="40% of tokens predicted (Wettig et al. 2022)"),
+    "tiny-seq32-adamw3e-3-long": candidate(
+        model=TINY, seq=32, batch=64, lr=3e-3, warmup=300, steps=3000,
+        about="the tiny control at the chains' learning rate, three times longer"),
+    "tiny-seq32-mask40-long": candidate(
+        model=TINY, seq=32, batch=64, lr=3e-3, warmup=300, steps=3000, mask_rate=0.4,
+        about="the same with 40% of tokens predicted: more supervision per step at almost the same cost"),
 }
 
 
@@ -139,7 +145,7 @@ def main() -> None:
             raise SystemExit(f"unknown candidate {name!r}; see --list")
         record = run(name, CANDIDATES[name])
         results = json.loads(OUT.read_text()) if OUT.exists() else {"runs": {}}   # others may have written
-        results["runs"][name] = record
+        results["runs"][name] = {**record, "threads": a.threads}
         results.update(machine=platform.processor() or platform.machine(), threads=a.threads,
                        torch=torch.__version__, date=time.strftime("%Y-%m-%d"))
         OUT.parent.mkdir(parents=True, exist_ok=True)
