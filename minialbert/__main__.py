@@ -267,6 +267,7 @@ def cmd_smoothness(args: argparse.Namespace) -> None:
 
     from . import hf
     from .analysis import DEFINITION, heldout_batches, interval_note, layer_transitions, total_variation
+    from .download import DownloadError
     from .plots import figure_dir, plot_layer_transitions, save_figure
     from .pretraining_data import course_pretraining_data
     from .tokenizer import Tokenizer, course_tokenizer
@@ -293,7 +294,10 @@ def cmd_smoothness(args: argparse.Namespace) -> None:
         name = _label(path, models)
         models[name], sources[name] = (model, ours), {"checkpoint": str(path)}
     for official in officials:
-        model, spiece = hf.load_pretrained(official)
+        try:
+            model, spiece = hf.load_pretrained(official)
+        except DownloadError as e:             # no network is an expected failure, not a bug
+            raise ConnectionError(f"--official {official}: {e}") from None
         if spiece is None:
             raise ValueError(f"--official {official} has no spiece.model: the held-out text is re-tokenized "
                              "with the checkpoint's own SentencePiece model (WordPiece BERT tokenizers "
