@@ -140,8 +140,9 @@ def plot_layer_transitions(results: dict[str, dict], paper_axes: bool = False, a
         _, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     ax_l2, ax_angle = axes
     for name, r in results.items():
+        label = f"{name} ({r['sequences']} sequences, 95% band)"
         for ax, key in ((ax_l2, "l2"), (ax_angle, "angle")):
-            line, = ax.plot(r["layers"], r[key], "o-", ms=3, label=name)
+            line, = ax.plot(r["layers"], r[key], "o-", ms=3, label=label)
             low, high = zip(*r[f"{key}_ci95"])
             ax.fill_between(r["layers"], low, high, color=line.get_color(), alpha=0.2, lw=0)
     first = next(iter(results.values()))
