@@ -293,3 +293,32 @@ def test_cli_official_without_network_is_one_line(ci_env, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.startswith("minialbert: error: --official albert-large-v2: download failed")
     assert err.count("\n") == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_runs_on_the_models_device():
+    model = _ours(attention_backend="sdpa")
+    on_cpu = layer_transitions(model, _batches(), standardize=True)
+    on_gpu = layer_transitions(model.cuda(), _batches(), standardize=True)   # batches stay on the CPU
+    torch.testing.assert_close(torch.tensor(on_gpu.l2), torch.tensor(on_cpu.l2), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(torch.tensor(on_gpu.angle), torch.tensor(on_cpu.angle), atol=1e-3, rtol=1e-4)
+
+
+def test_plot_uses_the_paper_axes_when_asked():
+    import matplotlib.pyplot as plt
+
+    from minialbert.plots import plot_layer_transitions
+
+    result = layer_transitions(_ours(), _batches()).to_dict()
+    for paper_axes, l2_top, angle_top in ((True, 18, 45), (False, None, None)):
+        ax_l2, ax_angle = plot_layer_transitions({"a": result, "b": result}, paper_axes=paper_axes)
+        assert len(ax_l2.lines) == 2 and len(ax_angle.collections) == 2     # a line and a band per model
+        if paper_axes:
+            assert ax_l2.get_ylim() == (0, l2_top) and ax_angle.get_ylim() == (0, angle_top)
+            assert ax_l2.get_xlim() == (0.5, 24.5)
+        else:
+            assert ax_l2.get_ylim()[1] >= max(result["l2"])
+        plt.close(ax_l2.figure)
+    with pytest.raises(ValueError, match="at least one result"):
+        plot_layer_transitions({})
