@@ -141,7 +141,34 @@ def build_parser() -> Parser:
                          description="Clean notebooks in place, keeping their outputs.")
     cln.add_argument("paths", nargs="*", type=Path,
                      help="notebooks to clean (default: every .ipynb under notebooks/)")
-    for command in (pre, ev, zoo, fig, stu, cln):   # --debug also after the command; unset unless given
+    sm = sub.add_parser("smoothness", help="the paper's layer-wise L2 / angle figure for checkpoints",
+                        description="For each model, the mean L2 distance and angle (degrees) between the "
+                                    "input and output of every layer, averaged over the chosen tokens of "
+                                    "each held-out sequence and then over sequences, with a 95%% interval "
+                                    "over sequences (see minialbert/analysis.py for the exact definition). "
+                                    "Writes NAME.png and NAME.json to --out.")
+    sm.add_argument("--checkpoint", action="append", default=[], type=Path,
+                    help="a run directory or one of its step-* directories (repeatable)")
+    sm.add_argument("--official", metavar="NAMES",
+                    help="comma-separated official checkpoints (e.g. albert-large-v2) or local HF "
+                         "directories, loaded with minialbert.hf.load_pretrained; the held-out text is "
+                         "re-tokenized with each one's own spiece.model")
+    sm.add_argument("--tokens", choices=["all", "cls"], default="all",
+                    help="average over all non-padding tokens or [CLS] only (default: all)")
+    sm.add_argument("--sequences", type=positive_int, default=256,
+                    help="held-out sequences, a fixed seeded sample (default: 256)")
+    sm.add_argument("--standardize", action="store_true",
+                    help="divide each hidden dimension by its std over the same data first")
+    sm.add_argument("--split", choices=["valid", "test"], default="test",
+                    help="held-out split (default: test)")
+    sm.add_argument("--batch-size", type=positive_int, default=16, help="default: 16")
+    sm.add_argument("--paper-axes", action="store_true",
+                    help="the paper's axis ranges (layers 1-24, L2 0-18, angle 0-45)")
+    sm.add_argument("--scale", choices=list(SCALES), help=scale_help)
+    sm.add_argument("--out", type=directory,
+                    help="folder for the figure (default: assets/figures, or assets/figures/<scale>)")
+    sm.add_argument("--quiet", action="store_true", help="no progress bar")
+    for command in (pre, ev, zoo, fig, stu, cln, sm):   # --debug also after the command; unset unless given
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help="show the full traceback of an error")
     return p
@@ -228,6 +255,81 @@ def cmd_figures(args: argparse.Namespace) -> None:
     make_figures(current_scale(args.scale))
 
 
+def _label(path: Path, taken: dict) -> str:
+    """A legend name for a checkpoint path: the run's name (run/step-N for a step), made unique."""
+    name = f"{path.parent.parent.name}/{path.name}" if path.name.startswith("step-") else path.name
+    name = name or str(path)
+    return name if name not in taken else f"{name} ({len(taken)})"
+
+
+def cmd_smoothness(args: argparse.Namespace) -> None:
+    import torch
+
+    from . import hf
+    from .analysis import DEFINITION, heldout_batches, interval_note, layer_transitions, total_variation
+    from .download import DownloadError
+    from .plots import figure_dir, plot_layer_transitions, save_figure
+    from .pretraining_data import course_pretraining_data
+    from .tokenizer import Tokenizer, course_tokenizer
+    from .train import load_checkpoint
+
+    officials = [name.strip() for name in (args.official or "").split(",") if name.strip()]
+    if not args.checkpoint and not officials:
+        raise ValueError("give at least one --checkpoint or --official model")
+    for path in args.checkpoint:
+        if not path.exists():
+            raise FileNotFoundError(f"--checkpoint {path} does not exist")
+    scale = current_scale(args.scale)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tokenizer = course_tokenizer(scale)
+    dataset = course_pretraining_data("mlm", args.split, scale)
+    ours = heldout_batches(dataset, args.sequences, args.batch_size)
+    models, sources = {}, {}                                    # name -> (model, batches); name -> origin
+    for path in args.checkpoint:
+        model = load_checkpoint(path, device)
+        if model.config.vocab_size != tokenizer.vocab_size:
+            raise ValueError(f"--checkpoint {path} has a vocabulary of {model.config.vocab_size} but the "
+                             f"{scale.name}-scale course tokenizer has {tokenizer.vocab_size}; pass the "
+                             "--scale the checkpoint was trained at")
+        name = _label(path, models)
+        models[name], sources[name] = (model, ours), {"checkpoint": str(path)}
+    for official in officials:
+        try:
+            model, spiece = hf.load_pretrained(official)
+        except DownloadError as e:             # no network is an expected failure, not a bug
+            raise ConnectionError(f"--official {official}: {e}") from None
+        if spiece is None:
+            raise ValueError(f"--official {official} has no spiece.model: the held-out text is re-tokenized "
+                             "with the checkpoint's own SentencePiece model (WordPiece BERT tokenizers "
+                             "are not supported yet)")
+        batches = heldout_batches(dataset, args.sequences, args.batch_size, source=tokenizer,
+                                  target=Tokenizer.load(spiece), max_len=model.config.max_position_embeddings)
+        name = _label(Path(official), models)
+        models[name], sources[name] = (model.to(device), batches), {"official": official}
+    results = {}
+    for name, (model, batches) in models.items():
+        results[name] = layer_transitions(model, batches, args.tokens, args.standardize,
+                                          progress=not args.quiet).to_dict()
+        results[name]["total_variation"] = {k: total_variation(results[name][k]) for k in ("l2", "angle")}
+        print(f"{name}: {len(results[name]['layers'])} layers, total variation L2 "
+              f"{results[name]['total_variation']['l2']:.3f}, angle "
+              f"{results[name]['total_variation']['angle']:.2f} deg", file=sys.stderr)
+        models[name] = None                                     # free the model before the next one
+    import matplotlib.pyplot as plt
+
+    axes = plot_layer_transitions(results, paper_axes=args.paper_axes)
+    figure = "layer_transitions" + ("_cls" if args.tokens == "cls" else "") + (
+        "_standardized" if args.standardize else "")
+    first = next(iter(results.values()))
+    numbers = {"figure": figure, "definition": DEFINITION, "tokens": args.tokens,
+               "standardize": args.standardize, "sequences": first["sequences"],
+               "interval": interval_note(first["sequences"]), "split": args.split, "scale": scale.name,
+               "device": device, "checkpoints": sources, "results": results}
+    path = save_figure(axes[0].figure, figure, numbers, args.out or figure_dir(scale))
+    plt.close(axes[0].figure)
+    print(json.dumps({"figure": str(path), "json": str(path.with_suffix(".json"))}, indent=2))
+
+
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     return f"minialbert: warning: {message}\n"
 
@@ -256,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo, "figures": cmd_figures,
                "student-notebooks": cmd_student_notebooks,
-               "clean-notebooks": cmd_clean_notebooks}[args.command]
+               "clean-notebooks": cmd_clean_notebooks, "smoothness": cmd_smoothness}[args.command]
     if not args.debug:
         warnings.formatwarning = _one_line_warning
     try:

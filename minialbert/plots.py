@@ -121,3 +121,42 @@ def save_figure(fig, name: str, numbers: dict, directory: str | Path | None = No
     fig.savefig(png, dpi=120, bbox_inches="tight", format="png")
     atomic_write(directory / f"{name}.json", (json.dumps(numbers, indent=2) + "\n").encode())
     return atomic_write(directory / f"{name}.png", png.getvalue())
+
+
+# The paper's axis ranges for its figure (BERT-large vs ALBERT-large, 24 layers; PAPER_FACTS.md).
+PAPER_LAYER_TRANSITION_AXES = {"layers": (1, 24), "l2": (0, 18), "angle": (0, 45)}
+
+
+def plot_layer_transitions(results: dict[str, dict], paper_axes: bool = False, axes=None):
+    """The paper's two panels: L2 distance and angle (degrees) between the input and output of each
+    layer, one line per model with its 95% band. results: name -> LayerTransitions.to_dict().
+
+    paper_axes=True uses the paper's ranges (layers 1-24, L2 0-18, angle 0-45), meant for the
+    official 24-layer checkpoints; otherwise the axes fit our values.
+    """
+    if not results:
+        raise ValueError("plot_layer_transitions needs at least one result (name -> LayerTransitions dict)")
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    ax_l2, ax_angle = axes
+    for name, r in results.items():
+        label = f"{name} ({r['sequences']} sequences, 95% band)"
+        for ax, key in ((ax_l2, "l2"), (ax_angle, "angle")):
+            line, = ax.plot(r["layers"], r[key], "o-", ms=3, label=label)
+            low, high = zip(*r[f"{key}_ci95"])
+            ax.fill_between(r["layers"], low, high, color=line.get_color(), alpha=0.2, lw=0)
+    first = next(iter(results.values()))
+    which = "[CLS] only" if first["tokens"] == "cls" else "all non-padding tokens"
+    note = f"{which}{', standardized' if first['standardize'] else ''}"
+    ax_l2.set(xlabel="layer id", ylabel="L2 distance", title=f"L2 distance ({note})")
+    ax_angle.set(xlabel="layer id", ylabel="cosine similarity (degrees)", title=f"angle ({note})")
+    for ax, key in ((ax_l2, "l2"), (ax_angle, "angle")):
+        if paper_axes:
+            ax.set_xlim(PAPER_LAYER_TRANSITION_AXES["layers"][0] - 0.5,
+                        PAPER_LAYER_TRANSITION_AXES["layers"][1] + 0.5)
+            ax.set_ylim(*PAPER_LAYER_TRANSITION_AXES[key])
+        else:
+            ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize=8)
+    return axes

@@ -1,0 +1,213 @@
+"""Layer-wise smoothness probes of a trained model: the paper's L2 / cosine figure, made precise.
+
+The paper plots "the L2 distances and cosine similarity (in terms of degree) of the input and
+output embedding of each layer" but never says which tokens, which text, or how values were
+averaged. Our definition, stated once and stored with every figure (DEFINITION):
+
+    h_0 is the input to layer 1 (after the E -> H projection for ALBERT), h_l the output of layer l.
+    For layer l = 1..L and one sequence s:
+        l2_s(l)    = mean over chosen tokens t of ||h_l[t] - h_(l-1)[t]||_2
+        angle_s(l) = mean over chosen tokens t of the angle between h_l[t] and h_(l-1)[t], in degrees
+    chosen tokens: every non-padding token ("all", [CLS] and [SEP] included) or [CLS] alone ("cls").
+    The figure shows the mean over sequences with a 95% interval over sequences (normal
+    approximation: mean +- 1.96 standard errors; sequences, not tokens, are the independent units).
+
+standardize=True first divides every hidden dimension of every h_l by its standard deviation over
+the chosen tokens of the same data (one std per layer and dimension, from a first pass), so a few
+"rogue" dimensions with huge variance cannot dominate the distance and the angle.
+
+Everything streams: per layer we keep sums and sums of squares, never a list of hidden states, so
+memory does not grow with the number of sequences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .evaluation import evaluation_sample
+from .pretraining_data import IGNORE_INDEX, collate, unmasked_ids
+from .tokenizer import Tokenizer
+
+TOKEN_CHOICES = ("all", "cls")
+EMPTY = ("empty batch list: layer_transitions needs at least one batch with a real token "
+         "(check the data split and the number of sequences)")
+Z95 = 1.96                                 # normal approximation of the 95% interval
+DEFINITION = (
+    "h_0 = input to layer 1 (after the E->H projection for ALBERT), h_l = output of layer l. "
+    "Per sequence: l2(l) = mean over chosen tokens of ||h_l - h_(l-1)||_2; angle(l) = mean over chosen "
+    "tokens of arccos(cos(h_l, h_(l-1))) in degrees. Chosen tokens: all non-padding tokens ('all') or "
+    "[CLS] only ('cls'). Reported: mean over sequences, 95% interval = mean +- 1.96 standard errors over "
+    "sequences (normal approximation). standardize: each hidden dimension of each h_l divided by its "
+    "standard deviation over the chosen tokens of the same data (no centring).")
+
+
+@dataclass
+class LayerTransitions:
+    """Per layer l = 1..L: mean L2 distance and angle between h_(l-1) and h_l, with 95% intervals."""
+    layers: list[int]                      # 1..L
+    l2: list[float]                        # mean over sequences
+    l2_ci95: list[list[float]]             # [low, high] per layer
+    angle: list[float]                     # degrees
+    angle_ci95: list[list[float]]
+    sequences: int                         # sequences averaged over
+    tokens: str                            # "all" | "cls"
+    standardize: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def total_variation(values: Sequence[float]) -> float:
+    """sum over l of |v_(l+1) - v_l|: 0 for a flat curve, large for a jagged one."""
+    return float(sum(abs(b - a) for a, b in zip(values, values[1:])))
+
+
+def _encoder(model: nn.Module) -> nn.Module:
+    """The AlbertModel inside an AlbertForPretraining (calling it skips the V-wide MLM logits)."""
+    return model.albert if hasattr(model, "albert") else model
+
+
+def _chosen(attention_mask: torch.Tensor, tokens: str) -> torch.Tensor:
+    """(B, N) 0/1 mask -> (B, N) float weights of the tokens we average over."""
+    chosen = attention_mask.bool().clone()
+    if tokens == "cls":
+        chosen[:, 1:] = False              # position 0 is [CLS] (kept only where it is a real token)
+    return chosen.to(torch.float64)
+
+
+def _hidden_states(encoder: nn.Module, batch: dict, device: torch.device) -> tuple[list, torch.Tensor]:
+    """Run one batch; return L + 1 float64 tensors (B, N, H) and the attention mask (B, N) on device."""
+    ids = batch["input_ids"].to(device)
+    mask = batch.get("attention_mask", torch.ones_like(batch["input_ids"])).to(device)
+    types = batch.get("token_type_ids")
+    types = types.to(device) if types is not None else None
+    out = encoder(ids, types, mask, output_hidden_states=True)
+    return [h.double() for h in out.hidden_states], mask
+
+
+def _angle_degrees(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Angle between vectors along the last dim, in degrees: (..., H) x (..., H) -> (...).
+
+    2 atan2(|u - v|, |u + v|) with u, v the unit vectors equals arccos(u . v) but stays accurate
+    for nearly parallel vectors, where arccos of a rounded cosine loses half its digits.
+    """
+    u = a / a.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    v = b / b.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    return torch.rad2deg(2 * torch.atan2((u - v).norm(dim=-1), (u + v).norm(dim=-1)))
+
+
+def _dimension_std(encoder, batches, tokens, device, progress) -> list[torch.Tensor]:
+    """First pass for standardize: per layer, the std of every hidden dimension over chosen tokens."""
+    count, sums, squares = 0.0, None, None
+    for batch in tqdm(batches, disable=not progress, desc="std pass"):
+        states, mask = _hidden_states(encoder, batch, device)
+        w = _chosen(mask, tokens)[..., None]                                 # (B, N, 1)
+        if sums is None:
+            sums = [torch.zeros(h.shape[-1], dtype=torch.float64, device=device) for h in states]
+            squares = [torch.zeros_like(s) for s in sums]
+        count += float(w.sum())
+        for l, h in enumerate(states):                                      # h: (B, N, H)
+            sums[l] += (h * w).sum(dim=(0, 1))
+            squares[l] += (h * h * w).sum(dim=(0, 1))
+    if not count:
+        raise ValueError(EMPTY)
+    return [((q / count - (s / count) ** 2).clamp_min(0)).sqrt().clamp_min(1e-12)
+            for s, q in zip(sums, squares)]                                 # L + 1 tensors of (H,)
+
+
+@torch.no_grad()
+def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "all",
+                      standardize: bool = False, progress: bool = False) -> LayerTransitions:
+    """How far, and by what angle, each layer moves the hidden states (see DEFINITION).
+
+    model: an AlbertForPretraining or AlbertModel (ours, or loaded by minialbert.hf from HF ALBERT /
+    BERT weights). batches: dicts with input_ids (B, N), attention_mask (B, N) and optionally
+    token_type_ids, e.g. from heldout_batches(); a list when standardize=True (it is read twice).
+    Runs on the model's device, in eval mode, without gradients.
+    """
+    if tokens not in TOKEN_CHOICES:
+        raise ValueError(f"tokens must be one of {', '.join(TOKEN_CHOICES)}, got {tokens!r}")
+    if isinstance(batches, Sequence) and not batches:
+        raise ValueError(EMPTY)
+    if standardize and iter(batches) is batches:
+        raise ValueError("standardize=True reads the batches twice: pass a list, not an iterator")
+    encoder = _encoder(model)
+    device = next(encoder.parameters()).device
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        std = _dimension_std(encoder, batches, tokens, device, progress) if standardize else None
+        # Per layer, sums over sequences of the per-sequence mean and of its square (float64).
+        n = 0
+        sums = squares = None
+        for batch in tqdm(batches, disable=not progress, desc="layer transitions"):
+            states, mask = _hidden_states(encoder, batch, device)
+            if std is not None:
+                states = [h / s for h, s in zip(states, std)]
+            w = _chosen(mask, tokens)                                        # (B, N)
+            per_token = w.sum(dim=1)                                         # (B,) chosen tokens per row
+            rows = per_token > 0                                             # rows with something to average
+            l2 = torch.stack([(b - a).norm(dim=-1) for a, b in zip(states, states[1:])])      # (L, B, N)
+            angle = torch.stack([_angle_degrees(b, a) for a, b in zip(states, states[1:])])  # (L, B, N)
+            per_seq = torch.stack([(l2 * w).sum(-1), (angle * w).sum(-1)])[..., rows]        # (2, L, B')
+            per_seq = per_seq / per_token[rows]
+            if sums is None:
+                sums = torch.zeros(per_seq.shape[:2], dtype=torch.float64, device=device)    # (2, L)
+                squares = torch.zeros_like(sums)
+            sums += per_seq.sum(-1)
+            squares += (per_seq ** 2).sum(-1)
+            n += int(rows.sum())
+    finally:
+        encoder.train(was_training)
+    if n == 0:
+        raise ValueError(EMPTY)
+    mean = sums / n                                                          # (2, L)
+    var = (squares - n * mean ** 2).clamp_min(0) / max(n - 1, 1)            # sample variance over sequences
+    half = Z95 * (var / n).sqrt()
+    low, high = (mean - half).tolist(), (mean + half).tolist()
+    mean = mean.tolist()
+    return LayerTransitions(
+        layers=list(range(1, len(mean[0]) + 1)),
+        l2=mean[0], l2_ci95=[list(p) for p in zip(low[0], high[0])],
+        angle=mean[1], angle_ci95=[list(p) for p in zip(low[1], high[1])],
+        sequences=n, tokens=tokens, standardize=standardize)
+
+
+def heldout_batches(dataset, sequences: int | None = None, batch_size: int = 32, seed: int = 0,
+                    source: Tokenizer | None = None, target: Tokenizer | None = None,
+                    max_len: int = 512) -> list[dict]:
+    """Collated batches of unmasked held-out examples: a fixed seeded sample of `sequences` of them.
+
+    dataset: a PretrainingDataset (e.g. course_pretraining_data("mlm", "test")); the masking is
+    undone with unmasked_ids. To feed a model with another vocabulary (an official checkpoint),
+    give the dataset's tokenizer as `source` and the model's as `target`: each example's text is
+    decoded with one and encoded again with the other as [CLS] text [SEP] (at most max_len tokens).
+    """
+    if (source is None) != (target is None):
+        raise ValueError("give both source and target tokenizers to re-tokenize, or neither")
+    examples = []
+    for i in evaluation_sample(dataset, sequences, seed):
+        example = dataset[i]
+        ids, types = unmasked_ids(example), example["token_type_ids"]
+        if target is not None:
+            ids, types = (torch.tensor(t) for t in target.encode_pair(source.decode(ids.tolist()),
+                                                                      max_len=max_len))
+        examples.append({"input_ids": ids, "token_type_ids": types,
+                         "mlm_labels": torch.full_like(ids, IGNORE_INDEX)})
+    batches = []
+    for start in range(0, len(examples), batch_size):
+        batch = collate(examples[start:start + batch_size])
+        batches.append({k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")})
+    return batches
+
+
+def interval_note(sequences: int) -> str:
+    """One line on how the interval was made, for captions and JSON."""
+    small = " (fewer than 30 sequences: the normal interval is too narrow)" if sequences < 30 else ""
+    return f"95% interval over {sequences} sequences, normal approximation (mean +- 1.96 s.e.){small}"
+
