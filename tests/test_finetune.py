@@ -1,0 +1,115 @@
+"""Fine-tuning: the classification head against transformers, the loop, the metrics, the CLI.
+
+HF models here are tiny and randomly initialised (no download). Loops run on a tiny model and a
+handful of examples so the whole file stays within seconds at MINIALBERT_SCALE=ci.
+"""
+
+import pytest
+import torch
+import transformers
+from torch.testing import assert_close
+
+from minialbert import AlbertConfig, AlbertForPretraining, hf
+from minialbert.finetune import AlbertForSequenceClassification
+
+V, N = 97, 9
+EXACT = dict(atol=1e-5, rtol=0)
+ALBERT_SMALL = dict(vocab_size=V, embedding_size=16, hidden_size=32, num_hidden_layers=3,
+                    num_attention_heads=4, intermediate_size=37, max_position_embeddings=24,
+                    hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)  # eval() turns it off
+BERT_SMALL = dict(vocab_size=V, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                  intermediate_size=37, max_position_embeddings=24)
+FAMILIES = {"albert": (transformers.AlbertForSequenceClassification, transformers.AlbertConfig, ALBERT_SMALL),
+            "bert": (transformers.BertForSequenceClassification, transformers.BertConfig, BERT_SMALL)}
+
+
+def _hf_classifier(family: str, num_labels: int, seed: int = 0):
+    cls, config_cls, sizes = FAMILIES[family]
+    torch.manual_seed(seed)
+    model = cls(config_cls(**sizes, num_labels=num_labels, attn_implementation="eager"))
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():                       # move biases and LayerNorms off their trivial init
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * 0.05)
+    return model.eval()
+
+
+def _padded_pairs():
+    """Three sentence pairs [CLS] A [SEP] B [SEP], right-padded by 0, 3 and 6 positions."""
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(5, V, (3, N), generator=gen)
+    mask = torch.ones(3, N, dtype=torch.long)
+    mask[1, -3:] = 0
+    mask[2, -6:] = 0
+    ids[mask == 0] = 0
+    types = (torch.arange(N) >= 4).long().expand(3, N) * mask
+    return ids, types, mask
+
+
+# ---------------------------------------------------------------------------------- HF parity
+@pytest.mark.parametrize("num_labels", [3, 1], ids=["classification", "regression"])
+@pytest.mark.parametrize("family", ["albert", "bert"])
+def test_parity_with_transformers(family, num_labels):
+    ref = _hf_classifier(family, num_labels)
+    ours = hf.from_hf(ref.state_dict(), ref.config.to_dict())
+    assert isinstance(ours, AlbertForSequenceClassification) and ours.num_labels == num_labels
+    assert not ours.training
+    ids, types, mask = _padded_pairs()
+    labels = torch.tensor([0.5, -1.0, 2.0]) if num_labels == 1 else torch.tensor([2, 0, 1])
+    with torch.no_grad():
+        theirs = ref(ids, attention_mask=mask, token_type_ids=types, labels=labels)
+        mine = ours(ids, types, mask, labels=labels)
+    assert_close(mine.logits, theirs.logits, **EXACT)
+    assert_close(mine.loss, theirs.loss, **EXACT)
+    if family == "bert":                        # BERT's head drops out with the hidden dropout rate
+        assert ours.config.classifier_dropout_prob == ref.config.hidden_dropout_prob
+
+
+def test_export_round_trip_through_transformers():
+    torch.manual_seed(0)
+    cfg = AlbertConfig(vocab_size=V, embedding_size=16, hidden_size=32, num_layers=3, num_heads=4,
+                       intermediate_size=37, max_position_embeddings=24)
+    ours = AlbertForSequenceClassification(cfg, num_labels=2).eval()
+    sd, config_dict = hf.to_hf(ours)
+    assert config_dict["architectures"] == ["AlbertForSequenceClassification"]
+    ref = transformers.AlbertForSequenceClassification(
+        transformers.AlbertConfig(**config_dict, attn_implementation="eager")).eval()
+    ref.load_state_dict(sd, strict=True)
+    ids, types, mask = _padded_pairs()
+    with torch.no_grad():
+        theirs = ref(ids, attention_mask=mask, token_type_ids=types).logits
+        assert_close(ours(ids, types, mask).logits, theirs, **EXACT)
+    again = hf.from_hf(sd, config_dict)
+    for (name, a), b in zip(ours.state_dict().items(), again.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_hf_label_count_mismatch_is_an_error():
+    ref = _hf_classifier("albert", 3)
+    config = {**ref.config.to_dict(), "id2label": {"0": "a", "1": "b"}}
+    with pytest.raises(ValueError, match="declares 2 labels but classifier.weight has shape"):
+        hf.from_hf(ref.state_dict(), config)
+
+
+def test_from_pretraining_keeps_the_encoder():
+    torch.manual_seed(0)
+    cfg = AlbertConfig(vocab_size=V, embedding_size=16, hidden_size=32, num_layers=2, num_heads=4,
+                       intermediate_size=37, max_position_embeddings=24)
+    pretrained = AlbertForPretraining(cfg).eval()
+    model = AlbertForSequenceClassification.from_pretraining(pretrained, num_labels=2).eval()
+    ids, types, mask = _padded_pairs()
+    with torch.no_grad():
+        assert_close(model(ids, types, mask).pooled_output, pretrained(ids, types, mask).pooled_output,
+                     atol=0, rtol=0)
+    assert not any(k.startswith(("mlm_head", "sentence_head")) for k in model.state_dict())
+
+
+def test_bad_labels_are_clear_errors():
+    torch.manual_seed(0)
+    cfg = AlbertConfig(vocab_size=V, embedding_size=16, hidden_size=32, num_layers=1, num_heads=4,
+                       intermediate_size=37, max_position_embeddings=24)
+    ids, types, mask = _padded_pairs()
+    with pytest.raises(ValueError, match=r"labels must be in \[0, 2\)"):
+        AlbertForSequenceClassification(cfg, 2)(ids, types, mask, labels=torch.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match="num_labels must be an integer >= 1"):
+        AlbertForSequenceClassification(cfg, 0)
