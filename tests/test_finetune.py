@@ -10,6 +10,7 @@ import transformers
 from torch.testing import assert_close
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
+from minialbert.evaluation import f1_binary, matthews_correlation, pearson, spearman, task_metrics
 from minialbert.finetune import AlbertForSequenceClassification
 
 V, N = 97, 9
@@ -113,3 +114,31 @@ def test_bad_labels_are_clear_errors():
         AlbertForSequenceClassification(cfg, 2)(ids, types, mask, labels=torch.tensor([0, 1, 2]))
     with pytest.raises(ValueError, match="num_labels must be an integer >= 1"):
         AlbertForSequenceClassification(cfg, 0)
+
+
+# ---------------------------------------------------------------------------------- metrics
+def test_classification_metrics_on_known_cases():
+    # TP=2, FP=1, FN=1, TN=2: accuracy 4/6, F1 = 2*2 / (2*2 + 1 + 1), MCC = (2*2 - 1*1) / sqrt(3*3*3*3)
+    predicted, labels = [1, 1, 1, 0, 0, 0], [1, 1, 0, 1, 0, 0]
+    m = task_metrics(predicted, labels, num_labels=2)
+    assert m["accuracy"] == pytest.approx(4 / 6) and m["n"] == 6
+    assert m["f1"] == pytest.approx(4 / 6)
+    assert m["matthews"] == pytest.approx(3 / 9)
+    assert matthews_correlation([0, 1, 2, 0], [0, 1, 2, 0]) == pytest.approx(1.0)
+    assert matthews_correlation([1, 0, 1, 0], [0, 1, 0, 1]) == pytest.approx(-1.0)
+    assert matthews_correlation([1, 1, 1, 1], [0, 1, 0, 1]) == 0.0          # constant: 0 by convention
+    assert f1_binary([0, 0], [1, 1]) == 0.0
+    # 3 classes by hand: c=3 right of n=5, true = predicted counts (1, 2, 2): (3*5 - 9) / sqrt(16 * 16)
+    assert matthews_correlation([0, 2, 2, 1, 1], [0, 1, 2, 2, 1]) == pytest.approx(0.375)
+
+
+def test_correlations_on_known_cases():
+    x = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert pearson(x, [2 * v + 1 for v in x]) == pytest.approx(1.0)
+    assert pearson(x, [5.0, 4.0, 3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+    assert pearson(x, [1.0, 3.0, 2.0, 5.0, 4.0]) == pytest.approx(0.8)
+    assert spearman(x, [v ** 3 for v in x]) == pytest.approx(1.0)                # monotone, not linear
+    assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486832980505138)   # ties: mean ranks
+    assert pearson(x, [2.0] * 5) == 0.0
+    m = task_metrics([1.0, 2.0, 3.0], [1.0, 2.0, 4.0], num_labels=1)
+    assert set(m) == {"pearson", "spearman", "mse", "n"} and m["mse"] == pytest.approx(1 / 3)
