@@ -11,7 +11,17 @@ from torch.testing import assert_close
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
 from minialbert.evaluation import f1_binary, matthews_correlation, pearson, spearman, task_metrics
-from minialbert.finetune import AlbertForSequenceClassification
+from minialbert.finetune import (
+    AlbertForSequenceClassification,
+    FinetuneArgs,
+    encode_examples,
+    evaluate_classifier,
+    finetune,
+    load_finetuned,
+)
+from minialbert.tasks import Example, Task, load_task
+from minialbert.tokenizer import course_tokenizer
+from minialbert.train import read_metrics
 
 V, N = 97, 9
 EXACT = dict(atol=1e-5, rtol=0)
@@ -142,3 +152,61 @@ def test_correlations_on_known_cases():
     assert pearson(x, [2.0] * 5) == 0.0
     m = task_metrics([1.0, 2.0, 3.0], [1.0, 2.0, 4.0], num_labels=1)
     assert set(m) == {"pearson", "spearman", "mse", "n"} and m["mse"] == pytest.approx(1 / 3)
+
+
+# ---------------------------------------------------------------------------------- the loop
+@pytest.fixture(scope="module")
+def tokenizer():
+    return course_tokenizer("ci")
+
+
+def _tiny(tokenizer, num_labels=2, seed=0):
+    torch.manual_seed(seed)
+    cfg = AlbertConfig(vocab_size=tokenizer.vocab_size, embedding_size=16, hidden_size=32, num_layers=2,
+                       num_heads=2, intermediate_size=64, max_position_embeddings=64)
+    return AlbertForSequenceClassification(cfg, num_labels)
+
+
+def test_the_loop_overfits_32_examples(tokenizer, tmp_path):
+    source = load_task("next-sentence", 300)
+    examples = source.subset(32, seed=0)
+    task = Task("tiny", "memorise 32 pairs", "test", source.labels, "accuracy", examples, examples)
+    args = FinetuneArgs(steps=120, batch_size=16, lr=2e-3, warmup=10, eval_every=20, patience=0,
+                        max_seq_len=64)
+    result = finetune(_tiny(tokenizer), task, tokenizer, args, out_dir=tmp_path / "run", progress=False)
+    assert result.dev["accuracy"] > 0.95, result.dev
+    assert not result.stopped_early and result.test is None
+    records = read_metrics(tmp_path / "run")
+    assert records == result.history and records[-1] == {"step": 120, "split": "dev", **records[-1]}
+    assert {r["split"] for r in records} == {"train", "dev"}
+    loaded = load_finetuned(tmp_path / "run")                   # the best checkpoint, verified
+    encoded = encode_examples(examples, tokenizer, 64)
+    assert evaluate_classifier(loaded, encoded)["accuracy"] == result.dev["accuracy"]
+    with pytest.raises(FileExistsError, match="already holds a run"):
+        finetune(_tiny(tokenizer), task, tokenizer, args, out_dir=tmp_path / "run", progress=False)
+
+
+def test_early_stopping_stops_and_keeps_the_best(tokenizer):
+    task = load_task("word-order", 300)
+    args = FinetuneArgs(steps=500, batch_size=8, lr=1e-9, warmup=0, eval_every=2, patience=3,
+                        dev_examples=64, max_seq_len=64)
+    result = finetune(_tiny(tokenizer), task, tokenizer, args, train_examples=task.subset(16), progress=False)
+    dev_steps = [r["step"] for r in result.history if r["split"] == "dev"]
+    assert result.stopped_early and dev_steps == [2, 4, 6, 8]   # no gain after step 2: 3 more, then stop
+    assert result.best_step == 2 and result.test is not None and result.test["n"] == len(task.test)
+
+
+def test_regression_and_frozen_encoder(tokenizer):
+    examples = [Example(f"sentence number {i}", None, float(i % 3)) for i in range(24)]
+    task = Task("scores", "regression", "test", (), "pearson", examples, examples)
+    model = _tiny(tokenizer, num_labels=1)
+    encoder_before = {k: v.clone() for k, v in model.albert.state_dict().items()}
+    args = FinetuneArgs(steps=10, batch_size=8, warmup=0, eval_every=5, freeze_encoder=True, max_seq_len=64)
+    result = finetune(model, task, tokenizer, args, progress=False)
+    assert set(result.dev) == {"pearson", "spearman", "mse", "n"}
+    for k, v in model.albert.state_dict().items():
+        assert torch.equal(v, encoder_before[k]), k
+    with pytest.raises(ValueError, match="the tokenizer has 1000 pieces but the model's vocab_size is 97"):
+        other = AlbertConfig(vocab_size=V, embedding_size=16, hidden_size=32, num_layers=1, num_heads=4,
+                             intermediate_size=37)
+        finetune(AlbertForSequenceClassification(other, 1), task, tokenizer, args, progress=False)
