@@ -310,3 +310,17 @@ def load_task(name: str, max_documents: int | None = None, glue_dir: str | Path 
                              f"{GLUE[name].folder}/train.tsv and dev.tsv (--glue-dir)")
         return load_glue(name, glue_dir)
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(task_names())}")
+
+
+def format_tasks(described: list[dict]) -> str:
+    """A table of Task.describe() dicts: name, kind, sizes, labels, metric, majority baseline, source."""
+    lines = [f"{'task':14s} {'kind':16s} {'train':>6s} {'dev':>5s} {'test':>5s}  {'metric':9s} "
+             f"{'majority (dev)':15s} labels; source"]
+    for d in described:
+        sizes = d.get("sizes", {})
+        baseline = d.get("majority_baseline", {}).get("dev", {}).get(d["metric"])
+        labels = "/".join(d["labels"]) if isinstance(d["labels"], list) else d["labels"]
+        lines.append(f"{d['name']:14s} {d.get('kind', '-'):16s} {sizes.get('train', '-'):>6} "
+                     f"{sizes.get('dev', '-'):>5} {sizes.get('test', '-'):>5}  {d['metric']:9s} "
+                     f"{'-' if baseline is None else f'{baseline:.3f}':15s} {labels}; {d['source']}")
+    return "\n".join(lines)

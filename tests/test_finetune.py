@@ -4,12 +4,15 @@ HF models here are tiny and randomly initialised (no download). Loops run on a t
 handful of examples so the whole file stays within seconds at MINIALBERT_SCALE=ci.
 """
 
+import json
+
 import pytest
 import torch
 import transformers
 from torch.testing import assert_close
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
+from minialbert.__main__ import main
 from minialbert.evaluation import f1_binary, matthews_correlation, pearson, spearman, task_metrics
 from minialbert.finetune import (
     AlbertForSequenceClassification,
@@ -210,3 +213,60 @@ def test_regression_and_frozen_encoder(tokenizer):
         other = AlbertConfig(vocab_size=V, embedding_size=16, hidden_size=32, num_layers=1, num_heads=4,
                              intermediate_size=37)
         finetune(AlbertForSequenceClassification(other, 1), task, tokenizer, args, progress=False)
+
+
+# ---------------------------------------------------------------------------------- CLI
+def _pretraining_checkpoint(run_dir, vocab_size):
+    """A one-step pretraining run directory in the trainer's checkpoint format."""
+    from minialbert.optim import make_optimizer, warmup_linear_decay
+    from minialbert.train import save_checkpoint
+
+    torch.manual_seed(0)
+    cfg = AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_layers=2, num_heads=2,
+                       intermediate_size=64, max_position_embeddings=64)
+    model = AlbertForPretraining(cfg)
+    optimizer = make_optimizer("adamw", model, 1e-3)
+    save_checkpoint(run_dir, model, optimizer, warmup_linear_decay(optimizer, 0, 1),
+                    {"step": 1, "args": {"objective": "sop"}}, keep_last=1)
+    return model
+
+
+def test_cli_finetunes_a_checkpoint(tokenizer, tmp_path, capsys):
+    pretrained = _pretraining_checkpoint(tmp_path / "pre", tokenizer.vocab_size)
+    out = tmp_path / "ft"
+    code = main(["finetune", "--task", "next-sentence", "--checkpoint", str(tmp_path / "pre"),
+                 "--labels", "16", "--seed", "1", "--steps", "4", "--out", str(out), "--scale", "ci",
+                 "--quiet"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["labels"] == 16 and report["task"] == "next-sentence"
+    assert 0 <= report["dev"]["accuracy"] <= 1
+    assert (out / "metrics.jsonl").is_file() and load_finetuned(out).num_labels == 2
+    # the encoder starts from the checkpoint's weights, not a fresh initialisation
+    start = AlbertForSequenceClassification.from_checkpoint(tmp_path / "pre", 2).albert
+    for name, value in pretrained.albert.state_dict().items():
+        assert torch.equal(start.state_dict()[name], value), name
+
+
+def test_cli_lists_tasks(capsys):
+    assert main(["tasks", "--scale", "ci"]) == 0
+    table = capsys.readouterr().out
+    assert "word-order" in table and "next-sentence" in table and "pass --glue-dir" in table
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--task", "nope", "--from-scratch"], "unknown task 'nope'; choose one of word-order"),
+    (["--task", "word-order", "--checkpoint", "MISSING"], "--checkpoint MISSING does not exist"),
+    (["--task", "word-order", "--from-scratch", "--labels", "999999"], "--labels must be between 1 and"),
+    (["--task", "word-order", "--checkpoint", "OTHER_VOCAB"], "pretrained with a 97-piece vocabulary but the "
+                                                              "course tokenizer at scale 'ci' has 1000"),
+])
+def test_cli_errors_are_one_line(argv, message, tmp_path, capsys):
+    _pretraining_checkpoint(tmp_path / "other", V)
+    argv = [str(tmp_path / "other") if a == "OTHER_VOCAB" else str(tmp_path / a) if a == "MISSING" else a
+            for a in argv]
+    code = main(["finetune", *argv, "--out", str(tmp_path / "out"), "--scale", "ci", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("minialbert: error: ")
+    assert message.replace("MISSING", str(tmp_path / "MISSING")) in err
+    assert not (tmp_path / "out").exists()
