@@ -137,6 +137,40 @@ def build_parser() -> Parser:
     stu.add_argument("--out", type=Path, default=Path("notebooks/student"),
                      help="folder for the student versions (default: notebooks/student)")
 
+    fin = sub.add_parser("finetune", help="fine-tune a pretrained (or a fresh) encoder on a downstream task",
+                         description="Fine-tune a classification head (and the encoder) on a task from "
+                                     "`python -m minialbert tasks`, with N labelled training examples, early "
+                                     "stopping on the dev split and the best checkpoint in --out. Prints the "
+                                     "best dev (and test) metrics as JSON.")
+    fin.add_argument("--task", required=True, help="task name (see `python -m minialbert tasks`)")
+    start = fin.add_mutually_exclusive_group(required=True)
+    start.add_argument("--checkpoint", type=Path, help="pretraining run (or step-* directory) whose encoder "
+                                                        "is fine-tuned")
+    start.add_argument("--from-scratch", action="store_true", help="a randomly initialised encoder instead")
+    fin.add_argument("--preset", help="with --from-scratch: AlbertConfig preset (default: the scale's "
+                                      "ALBERT)")
+    fin.add_argument("--labels", type=positive_int, help="labelled training examples used, a seeded sample "
+                                                         "balanced over classes (default: all)")
+    fin.add_argument("--seed", type=int, default=0, help="seed for the sample, the head and the data order")
+    fin.add_argument("--out", required=True, type=directory, help="run directory (metrics.jsonl, checkpoint)")
+    fin.add_argument("--scale", choices=list(SCALES), help=scale_help)
+    fin.add_argument("--glue-dir", type=Path, help="folder holding GLUE's task folders (e.g. "
+                                                   "SST-2/train.tsv)")
+    fin.add_argument("--steps", type=positive_int, help="most optimizer steps (default: 300)")
+    fin.add_argument("--batch-size", type=positive_int, help="default: 16")
+    fin.add_argument("--lr", type=float, help="peak learning rate (default: 3e-4)")
+    fin.add_argument("--patience", type=int, help="dev evaluations without improvement before stopping "
+                                                  "(default: 4; 0 = never)")
+    fin.add_argument("--freeze-encoder", action="store_true", help="train the head alone (a linear probe)")
+    fin.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    tsk = sub.add_parser("tasks", help="list the downstream tasks: sizes, labels, where the data comes from",
+                         description="List the fine-tuning tasks: the offline ones built from the course "
+                                     "corpus and the GLUE tasks read from local files.")
+    tsk.add_argument("--scale", choices=list(SCALES), help=scale_help)
+    tsk.add_argument("--glue-dir", type=Path, help="also load the GLUE tasks from this folder")
+    tsk.add_argument("--json", action="store_true", help="JSON instead of a table")
+
     cln = sub.add_parser("clean-notebooks", help="strip timestamps, widget state and progress bars",
                          description="Clean notebooks in place, keeping their outputs.")
     cln.add_argument("paths", nargs="*", type=Path,
@@ -168,7 +202,7 @@ def build_parser() -> Parser:
     sm.add_argument("--out", type=directory,
                     help="folder for the figure (default: assets/figures, or assets/figures/<scale>)")
     sm.add_argument("--quiet", action="store_true", help="no progress bar")
-    for command in (pre, ev, zoo, fig, stu, cln, sm):   # --debug also after the command; unset unless given
+    for command in (pre, ev, zoo, fig, stu, fin, tsk, cln, sm):   # --debug also after the command
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help="show the full traceback of an error")
     return p
@@ -247,6 +281,59 @@ def cmd_zoo(args: argparse.Namespace) -> None:
                   f"~{left:>5s} min left  {r['about']}")
         return
     print(zoo.format_summary(zoo.build(args.only, scale)))
+
+
+def cmd_finetune(args: argparse.Namespace) -> None:
+    import torch
+
+    from .config import AlbertConfig
+    from .finetune import AlbertForSequenceClassification, FinetuneArgs, finetune
+    from .tasks import load_task
+    from .tokenizer import course_tokenizer
+
+    scale = current_scale(args.scale)
+    task = load_task(args.task, scale.max_documents, args.glue_dir)
+    train = task.subset(args.labels, args.seed)
+    tokenizer = course_tokenizer(scale)
+    torch.manual_seed(args.seed)                          # the new head's initialisation
+    if args.checkpoint is not None:
+        if not args.checkpoint.exists():
+            raise FileNotFoundError(f"--checkpoint {args.checkpoint} does not exist")
+        model = AlbertForSequenceClassification.from_checkpoint(args.checkpoint, task.num_labels)
+        if model.config.vocab_size != tokenizer.vocab_size:
+            raise ValueError(f"--checkpoint {args.checkpoint} was pretrained with a "
+                             f"{model.config.vocab_size}-piece vocabulary but the course tokenizer at scale "
+                             f"{scale.name!r} has {tokenizer.vocab_size}; fine-tune at the checkpoint's "
+                             f"scale (--scale)")
+    else:
+        model = AlbertForSequenceClassification(AlbertConfig.preset(args.preset or scale.albert_preset),
+                                                task.num_labels)
+    given = dict(steps=args.steps, batch_size=args.batch_size, lr=args.lr, patience=args.patience,
+                 warmup=min(FinetuneArgs.warmup, args.steps // 10) if args.steps else None)
+    finetune_args = FinetuneArgs(seed=args.seed, max_seq_len=scale.max_seq_len,
+                                 freeze_encoder=args.freeze_encoder,
+                                 **{k: v for k, v in given.items() if v is not None})
+    result = finetune(model, task, tokenizer, finetune_args, train_examples=train, out_dir=args.out,
+                      progress=not args.quiet)
+    print(json.dumps({"out": str(args.out), "task": task.name, "metric": task.metric, "labels": len(train),
+                      "start": str(args.checkpoint) if args.checkpoint else "scratch", "seed": args.seed,
+                      "best_step": result.best_step, "stopped_early": result.stopped_early,
+                      "seconds": round(result.seconds, 1), "dev": result.dev, "test": result.test}, indent=2))
+
+
+def cmd_tasks(args: argparse.Namespace) -> None:
+    from .tasks import GLUE, OFFLINE_TASKS, format_tasks, load_task
+
+    scale = current_scale(args.scale)
+    described = [load_task(name, scale.max_documents).describe() for name in OFFLINE_TASKS]
+    for name, spec in GLUE.items():
+        if args.glue_dir is not None:
+            described.append(load_task(name, glue_dir=args.glue_dir).describe())
+        else:
+            described.append({"name": name, "about": spec.about, "labels": list(spec.labels) or "regression",
+                              "metric": spec.metric, "source": f"GLUE {spec.folder}: pass --glue-dir DIR "
+                                                               f"holding {spec.folder}/train.tsv, dev.tsv"})
+    print(json.dumps(described, indent=2) if args.json else format_tasks(described))
 
 
 def cmd_figures(args: argparse.Namespace) -> None:
@@ -357,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo, "figures": cmd_figures,
-               "student-notebooks": cmd_student_notebooks,
+               "student-notebooks": cmd_student_notebooks, "finetune": cmd_finetune, "tasks": cmd_tasks,
                "clean-notebooks": cmd_clean_notebooks, "smoothness": cmd_smoothness}[args.command]
     if not args.debug:
         warnings.formatwarning = _one_line_warning

@@ -235,3 +235,69 @@ def format_report(result: dict) -> str:
                      + ("  <- constant predictor" if s["constant"] else ""))
     return "\n".join(lines)
 
+
+
+# ---------------------------------------------------------------------------------- fine-tuning metrics
+# GLUE's metrics, written out: accuracy and F1 (MRPC), Matthews correlation (CoLA), Pearson and
+# Spearman correlation (STS-B). A constant prediction has no correlation: 0 by convention here.
+def f1_binary(predicted, labels) -> float:
+    """F1 of class 1: the harmonic mean of precision and recall (0 when class 1 is never predicted right)."""
+    p, y = np.asarray(predicted), np.asarray(labels)
+    tp = int(((p == 1) & (y == 1)).sum())
+    fp, fn = int(((p == 1) & (y != 1)).sum()), int(((p != 1) & (y == 1)).sum())
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def matthews_correlation(predicted, labels) -> float:
+    """Matthews correlation over any number of classes (Gorodkin's R_K): 1 perfect, 0 chance or constant."""
+    p, y = np.asarray(predicted, dtype=np.int64), np.asarray(labels, dtype=np.int64)
+    k = int(max(p.max(initial=0), y.max(initial=0))) + 1
+    confusion = np.zeros((k, k), dtype=np.float64)                 # rows: true class, columns: predicted
+    np.add.at(confusion, (y, p), 1)
+    n, correct = confusion.sum(), np.trace(confusion)
+    true_counts, predicted_counts = confusion.sum(axis=1), confusion.sum(axis=0)
+    numerator = correct * n - true_counts @ predicted_counts
+    denominator = math.sqrt((n * n - predicted_counts @ predicted_counts)
+                            * (n * n - true_counts @ true_counts))
+    return float(numerator / denominator) if denominator else 0.0
+
+
+def pearson(x, y) -> float:
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    dx, dy = x - x.mean(), y - y.mean()
+    denominator = math.sqrt((dx @ dx) * (dy @ dy))
+    return float(dx @ dy / denominator) if denominator else 0.0
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties sharing the mean of their ranks (what Spearman's rho needs)."""
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x), dtype=np.float64)
+    ranks[order] = np.arange(1, len(x) + 1)
+    values, inverse = np.unique(x, return_inverse=True)
+    sums, counts = np.zeros(len(values)), np.zeros(len(values))
+    np.add.at(sums, inverse, ranks)
+    np.add.at(counts, inverse, 1)
+    return (sums / counts)[inverse]
+
+
+def spearman(x, y) -> float:
+    """Pearson correlation of the ranks."""
+    return pearson(_ranks(np.asarray(x, dtype=np.float64)), _ranks(np.asarray(y, dtype=np.float64)))
+
+
+def task_metrics(predicted, labels, num_labels: int) -> dict:
+    """Every metric of a fine-tuning task: classification (num_labels >= 2: class ids) reports accuracy
+    with its interval, F1 (binary tasks) and Matthews correlation; regression (num_labels == 1)
+    reports Pearson, Spearman and the mean squared error."""
+    n = len(labels)
+    if num_labels == 1:
+        p, y = np.asarray(predicted, dtype=np.float64), np.asarray(labels, dtype=np.float64)
+        return {"pearson": pearson(p, y), "spearman": spearman(p, y), "mse": float(((p - y) ** 2).mean()),
+                "n": n}
+    p, y = np.asarray(predicted, dtype=np.int64), np.asarray(labels, dtype=np.int64)
+    metrics = proportion(int((p == y).sum()), n)
+    metrics["matthews"] = matthews_correlation(p, y)
+    if num_labels == 2:
+        metrics["f1"] = f1_binary(p, y)
+    return metrics

@@ -48,7 +48,7 @@ _BERT_DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, n
                       attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
                       initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0)
 _MODEL_KEYS = set(_ALBERT_DEFAULTS) | set(_BERT_DEFAULTS) | {"position_embedding_type"}
-_HF_GENERIC_KEYS = {"classifier_dropout"}   # transformers' own keys that look like a model key
+_HF_GENERIC_KEYS = {"classifier_dropout", "num_labels"}   # transformers' own keys that look like a model key
 _HF_ACTIVATIONS = ("gelu_new", "gelu", "relu")   # HF names that mean exactly what ours mean
 _IGNORED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")   # index buffers, not weights
 # Where each family keeps its heads (after the encoder prefix "albert." / "bert.", which heads lack).
@@ -71,7 +71,8 @@ def _qkv(ours: str, hf: str) -> dict[str, tuple[str, str, str]]:
 def _names(cfg: AlbertConfig, family: str, prefix: str) -> dict[str, dict]:
     """Our state-dict key -> HF key (or the 3 HF keys fused into qkv), in parts that may be absent.
 
-    Parts: "encoder" (always), "pooler", "mlm" and "sentence". `prefix` is "albert." / "bert." or ""
+    Parts: "encoder" (always), "pooler", "mlm", "sentence" and "classifier" (the fine-tuning head, the same
+    name in both families). `prefix` is "albert." / "bert." or ""
     (bare AlbertModel / BertModel layout). The tied MLM decoder has no entry: it is the word embeddings.
     """
     e, hf_e = "albert.embeddings", f"{prefix}embeddings"
@@ -110,7 +111,8 @@ def _names(cfg: AlbertConfig, family: str, prefix: str) -> dict[str, dict]:
                | _linear("mlm_head.LayerNorm", "cls.predictions.transform.LayerNorm"))
         mlm["mlm_head.bias"] = "cls.predictions.bias"
         sentence = _linear("sentence_head.1", "cls.seq_relationship")
-    return {"encoder": encoder, "pooler": pooler, "mlm": mlm, "sentence": sentence}
+    return {"encoder": encoder, "pooler": pooler, "mlm": mlm, "sentence": sentence,
+            "classifier": _linear("classifier", "classifier")}
 
 
 # ---------------------------------------------------------------------------------- config
@@ -168,8 +170,9 @@ def _config_from_hf(config_dict: dict, family: str) -> AlbertConfig:
         raise ValueError(f"the HF config does not give a valid AlbertConfig: {e}") from None
 
 
-def _config_to_hf(cfg: AlbertConfig, architecture: str) -> dict:
-    return {"architectures": [architecture], "model_type": "albert", "vocab_size": cfg.vocab_size,
+def _config_to_hf(cfg: AlbertConfig, architecture: str, num_labels: int | None = None) -> dict:
+    labels = {} if num_labels is None else {"id2label": {str(i): f"LABEL_{i}" for i in range(num_labels)}}
+    return {"architectures": [architecture], **labels, "model_type": "albert", "vocab_size": cfg.vocab_size,
             "embedding_size": cfg.embedding_size, "hidden_size": cfg.hidden_size,
             "num_hidden_layers": cfg.num_layers, "num_hidden_groups": cfg.num_hidden_groups,
             "inner_group_num": cfg.inner_group_num, "num_attention_heads": cfg.num_heads,
@@ -202,13 +205,14 @@ def _short(names: list[str], limit: int = 20) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict) -> AlbertForPretraining:
-    """Build an AlbertForPretraining from HF ALBERT or BERT weights and their config.json contents.
+def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
+    """Build an AlbertForPretraining from HF ALBERT or BERT weights and their config.json contents, or an
+    AlbertForSequenceClassification when the weights hold a fine-tuning `classifier`.
 
-    Accepts the AlbertModel / AlbertForMaskedLM / AlbertForPreTraining and BertModel / BertForPreTraining
-    layouts. Heads missing from the checkpoint keep their (seeded) initial values; with no sentence head
-    `sentence_task` is None. Any missing, unexpected or mis-shaped key raises one ValueError listing them.
-    Returns the model in eval mode.
+    Accepts the AlbertModel / AlbertForMaskedLM / AlbertForPreTraining / AlbertForSequenceClassification
+    and BertModel / BertForPreTraining / BertForSequenceClassification layouts. Heads missing from the
+    checkpoint keep their (seeded) initial values; with no sentence head `sentence_task` is None. Any
+    missing, unexpected or mis-shaped key raises one ValueError listing them. Returns the model in eval mode.
     """
     if not isinstance(state_dict, Mapping) or not isinstance(config_dict, Mapping):
         raise ValueError(f"from_hf takes a state dict and a config dict, got {type(state_dict).__name__} "
@@ -226,12 +230,18 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict) -> AlbertFor
     present = {"encoder": True,
                "pooler": any(k.startswith(f"{prefix}pooler.") for k in sd),
                "mlm": any(k.startswith(heads["mlm"]) for k in sd),
-               "sentence": any(k.startswith(heads["sentence"]) for k in sd)}
+               "sentence": any(k.startswith(heads["sentence"]) for k in sd),
+               "classifier": "classifier.weight" in sd}
+    if present["classifier"]:                 # a fine-tuned model: its pretraining heads are gone
+        present["mlm"] = present["sentence"] = False
     wanted = {ours: hf for part, table in names.items() if present[part] for ours, hf in table.items()}
-    sentence_task = ("sop" if family == "albert" else "nsp") if present["sentence"] else None
     with torch.random.fork_rng(devices=[]):   # heads the checkpoint lacks get the same init every time
         torch.manual_seed(0)
-        model = AlbertForPretraining(cfg, sentence_task=sentence_task)
+        if present["classifier"]:
+            model = _classifier_from_hf(cfg, config_dict, family, sd["classifier.weight"])
+        else:
+            sentence_task = ("sop" if family == "albert" else "nsp") if present["sentence"] else None
+            model = AlbertForPretraining(cfg, sentence_task=sentence_task)
     ours = model.state_dict()
 
     problems = []
@@ -271,18 +281,36 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict) -> AlbertFor
     if misshaped:
         problems.append(f"mis-shaped keys: {_short(misshaped)}")
     if problems:
-        found = [p for p in ("pooler", "mlm", "sentence") if present[p]] or ["none"]
+        found = [p for p in ("pooler", "mlm", "sentence", "classifier") if present[p]] or ["none"]
         raise ValueError(f"cannot load this checkpoint as {_FAMILY_NAME[family]} (encoder prefix {prefix!r}, "
                          f"heads found: {', '.join(found)}):\n  " + "\n  ".join(problems)
                          + "\nCheck that config.json belongs to these weights.")
-    loaded["mlm_head.decoder_weight"] = loaded["albert.embeddings.word_embeddings.weight"]   # tied
+    if present["mlm"]:
+        loaded["mlm_head.decoder_weight"] = loaded["albert.embeddings.word_embeddings.weight"]   # tied
     model.load_state_dict({**ours, **loaded}, strict=True)
     return model.eval()
 
 
+def _classifier_from_hf(cfg: AlbertConfig, config_dict: dict, family: str, weight: torch.Tensor):
+    """An AlbertForSequenceClassification with as many labels as the classifier has rows. Its dropout
+    follows transformers: ALBERT's classifier_dropout_prob; BERT's classifier_dropout, else hidden dropout."""
+    from .finetune import AlbertForSequenceClassification  # it imports the trainer: load it on use
+
+    num_labels = weight.shape[0] if weight.dim() == 2 else 0
+    declared = config_dict.get("num_labels", len(config_dict.get("id2label") or {}) or None)
+    if declared is not None and declared != num_labels:
+        raise ValueError(f"the HF config declares {declared} labels but classifier.weight has shape "
+                         f"{tuple(weight.shape)}; check that config.json belongs to these weights")
+    if family == "bert":
+        dropout = config_dict.get("classifier_dropout")
+        cfg = cfg.replace(classifier_dropout_prob=cfg.hidden_dropout_prob if dropout is None else dropout)
+    return AlbertForSequenceClassification(cfg, num_labels)
+
+
 # ---------------------------------------------------------------------------------- export
-def to_hf(model: AlbertForPretraining) -> tuple[dict[str, torch.Tensor], dict]:
-    """Export to HF ALBERT: (state dict with AlbertForPreTraining keys, config.json contents).
+def to_hf(model) -> tuple[dict[str, torch.Tensor], dict]:
+    """Export to HF ALBERT: (state dict, config.json contents) with AlbertForPreTraining keys, or with
+    AlbertForSequenceClassification keys for a fine-tuned AlbertForSequenceClassification.
 
     Partial sharing exports one HF group per layer holding copies of the shared tensors, so the HF
     model computes the same outputs. Without a sentence head the export is AlbertForMaskedLM-shaped
@@ -294,7 +322,11 @@ def to_hf(model: AlbertForPretraining) -> tuple[dict[str, torch.Tensor], dict]:
                          "has embedding_projection=False (BERT-shaped); build it with "
                          "embedding_projection=True")
     names = _names(cfg, "albert", "albert.")
-    parts = ["encoder", "pooler", "mlm"] + (["sentence"] if model.sentence_head is not None else [])
+    classifier = hasattr(model, "classifier")
+    if classifier:
+        parts = ["encoder", "pooler", "classifier"]
+    else:
+        parts = ["encoder", "pooler", "mlm"] + (["sentence"] if model.sentence_head is not None else [])
     ours = model.state_dict()
     sd = {}
     for part in parts:
@@ -304,6 +336,8 @@ def to_hf(model: AlbertForPretraining) -> tuple[dict[str, torch.Tensor], dict]:
                 sd |= {h: chunk.clone() for h, chunk in zip(hf, tensor.chunk(3))}
             else:
                 sd[hf] = tensor.clone()
+    if classifier:
+        return sd, _config_to_hf(cfg, "AlbertForSequenceClassification", model.num_labels)
     # HF's own state dict names the tied decoder too (load_state_dict(strict=True) wants them).
     sd["predictions.decoder.weight"] = sd["albert.embeddings.word_embeddings.weight"].clone()
     sd["predictions.decoder.bias"] = sd["predictions.bias"].clone()

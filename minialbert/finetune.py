@@ -1,0 +1,316 @@
+"""Fine-tuning: a classification head on the pooled [CLS] output, and the loop that trains it.
+
+The head is transformers' layout (AlbertForSequenceClassification / BertForSequenceClassification):
+dropout on the pooled output, then one Linear `classifier` H -> num_labels. num_labels=1 is
+regression (mean squared error on a float target, STS-B style); more labels is classification
+(cross-entropy). The encoder comes from a pretraining checkpoint (transfer) or is built from scratch.
+
+The loop reuses the pretraining trainer's pieces (optim.make_optimizer, warmup_linear_decay, the
+data order, gradient clipping, atomic checkpoints, the run lock and metrics.jsonl) and adds what
+fine-tuning needs: evaluation on the dev split with the task's metric, and early stopping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from .config import AlbertConfig
+from .evaluation import task_metrics
+from .model import AlbertForPretraining, AlbertModel, init_weights
+from .optim import make_optimizer, warmup_linear_decay
+from .tasks import Example, Task
+from .tokenizer import PAD_ID
+from .train import (
+    NonFiniteError,
+    StepBatches,
+    TrainArgs,
+    _check_config,
+    _load_weights,
+    _read_json,
+    _start_run_files,
+    find_checkpoint,
+    run_lock,
+    save_checkpoint,
+    verify_checkpoint,
+)
+
+
+@dataclass
+class ClassificationOutput:
+    loss: torch.Tensor | None            # cross-entropy (classification) or MSE (regression), if labels given
+    logits: torch.Tensor                 # (B, num_labels)
+    pooled_output: torch.Tensor          # (B, H): what the head reads
+
+
+class AlbertForSequenceClassification(nn.Module):
+    """Encoder + dropout + Linear(H, num_labels) on the pooled [CLS] output (single sentences or pairs)."""
+
+    def __init__(self, cfg: AlbertConfig, num_labels: int):
+        super().__init__()
+        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
+            raise ValueError(f"num_labels must be an integer >= 1 (1 = regression), got {num_labels!r}")
+        self.config, self.num_labels = cfg, num_labels
+        self.albert = AlbertModel(cfg)
+        self.dropout = nn.Dropout(cfg.classifier_dropout_prob)
+        self.classifier = nn.Linear(cfg.hidden_size, num_labels)
+        self.apply(lambda m: init_weights(m, cfg.initializer_range))
+
+    @classmethod
+    def from_pretraining(cls, pretrained: AlbertForPretraining,
+                         num_labels: int) -> AlbertForSequenceClassification:
+        """Transfer: the pretrained encoder (embeddings, layers, pooler) under a new, freshly initialised
+        head. The MLM and SOP/NSP heads are left behind."""
+        model = cls(pretrained.config, num_labels)
+        model.albert.load_state_dict(pretrained.albert.state_dict())
+        return model
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, num_labels: int) -> AlbertForSequenceClassification:
+        """The encoder of a pretraining run (a run directory or one of its step-* directories)."""
+        from .train import load_checkpoint
+
+        return cls.from_pretraining(load_checkpoint(path), num_labels)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
+                labels=None) -> ClassificationOutput:
+        """input_ids, token_type_ids, attention_mask: (B, N); labels: (B,) int64 class ids, or float
+        targets when num_labels == 1."""
+        pooled = self.albert(input_ids, token_type_ids, attention_mask).pooled_output   # (B, H)
+        logits = self.classifier(self.dropout(pooled))                                  # (B, num_labels)
+        loss = None if labels is None else self.loss(logits, labels)
+        return ClassificationOutput(loss, logits, pooled)
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if tuple(labels.shape) != tuple(logits.shape[:1]):
+            raise ValueError(f"labels must have shape ({logits.shape[0]},), one per example, "
+                             f"got {tuple(labels.shape)}")
+        if self.num_labels == 1:                                     # regression
+            return F.mse_loss(logits.float().squeeze(-1), labels.float())
+        if labels.dtype != torch.int64:
+            raise ValueError(f"classification labels must be int64 class ids, got {labels.dtype}")
+        if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= self.num_labels):
+            raise ValueError(f"labels must be in [0, {self.num_labels}), got values in "
+                             f"[{int(labels.min())}, {int(labels.max())}]")
+        return F.cross_entropy(logits.float(), labels)
+
+
+# ---------------------------------------------------------------------------------- data
+def encode_examples(examples: Sequence[Example], tokenizer, max_seq_len: int) -> list[dict]:
+    """[CLS] A [SEP] (B [SEP]) ids, token types and the label of each example (longer pairs are cut)."""
+    encoded = []
+    for ex in examples:
+        ids, types = tokenizer.encode_pair(ex.text_a, ex.text_b, max_len=max_seq_len)
+        label = torch.tensor(ex.label, dtype=torch.float32 if isinstance(ex.label, float) else torch.int64)
+        encoded.append({"input_ids": torch.tensor(ids), "token_type_ids": torch.tensor(types),
+                        "label": label})
+    return encoded
+
+
+def collate_classification(examples: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Right-pad to the longest example: the batch AlbertForSequenceClassification(**batch) takes."""
+    B, N = len(examples), max(len(ex["input_ids"]) for ex in examples)
+    batch = {"input_ids": torch.full((B, N), PAD_ID, dtype=torch.long),           # (B, N)
+             "token_type_ids": torch.zeros((B, N), dtype=torch.long),
+             "attention_mask": torch.zeros((B, N), dtype=torch.long)}
+    for b, ex in enumerate(examples):
+        n = len(ex["input_ids"])
+        batch["input_ids"][b, :n] = ex["input_ids"]
+        batch["token_type_ids"][b, :n] = ex["token_type_ids"]
+        batch["attention_mask"][b, :n] = 1
+    batch["labels"] = torch.stack([ex["label"] for ex in examples])               # (B,)
+    return batch
+
+
+# ---------------------------------------------------------------------------------- the loop
+@dataclass
+class FinetuneArgs:
+    steps: int = 300               # most optimizer steps (early stopping may end sooner)
+    batch_size: int = 16           # examples per step (fewer when the training set is smaller)
+    lr: float = 3e-4               # peak learning rate (AdamW)
+    warmup: int = 30               # linear warmup steps, then linear decay to 0 at `steps`
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    seed: int = 0                  # head initialisation, data order, dropout
+    eval_every: int = 25           # steps between evaluations on the dev split
+    patience: int = 4              # evaluations without a better dev metric before stopping (0: never stop)
+    max_seq_len: int = 128         # longer inputs are cut (the longer segment first)
+    dev_examples: int | None = 1000  # dev examples per evaluation: a fixed seeded sample (None: all)
+    freeze_encoder: bool = False   # train the head alone (a linear probe of the pooled output)
+
+    def __post_init__(self) -> None:
+        for name, low in dict(steps=1, batch_size=1, warmup=0, seed=0, eval_every=1, patience=0,
+                              max_seq_len=3).items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if self.warmup > self.steps:
+            raise ValueError(f"warmup {self.warmup} must be between 0 and steps {self.steps}")
+        for name in ("lr", "clip_norm", "weight_decay"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 or (
+                    value == 0 and name != "weight_decay"):
+                raise ValueError(f"{name} must be a finite number > 0 (weight_decay >= 0), got {value!r}")
+
+
+@dataclass
+class FinetuneResult:
+    model: AlbertForSequenceClassification   # with the weights of the best dev evaluation, in eval mode
+    history: list[dict]                      # every metrics record (also in out_dir/metrics.jsonl)
+    best_step: int
+    dev: dict                                # task metrics of the best model on the dev sample
+    test: dict | None                        # ... and on the test split, if the task has one
+    stopped_early: bool
+    seconds: float
+
+
+@torch.no_grad()
+def evaluate_classifier(model: AlbertForSequenceClassification, encoded: Sequence[dict],
+                        batch_size: int = 64) -> dict:
+    """Task metrics (evaluation.task_metrics) of the model's predictions on encoded examples."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    predicted, labels = [], []
+    for start in range(0, len(encoded), batch_size):
+        batch = collate_classification(encoded[start:start + batch_size])
+        logits = model(batch["input_ids"].to(device), batch["token_type_ids"].to(device),
+                       batch["attention_mask"].to(device)).logits.float()       # (B, num_labels)
+        predicted += (logits.squeeze(-1) if model.num_labels == 1 else logits.argmax(-1)).tolist()
+        labels += batch["labels"].tolist()
+    model.train(was_training)
+    return task_metrics(predicted, labels, model.num_labels)
+
+
+def _dev_sample(examples: list[Example], n: int | None) -> list[Example]:
+    if n is None or n >= len(examples):
+        return examples
+    order = torch.randperm(len(examples), generator=torch.Generator().manual_seed(0))[:n]
+    return [examples[i] for i in sorted(order.tolist())]
+
+
+def finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, args: FinetuneArgs,
+             train_examples: Sequence[Example] | None = None, out_dir: str | Path | None = None,
+             progress: bool = True, callbacks: Iterable[Callable[[dict], None]] = ()) -> FinetuneResult:
+    """Fine-tune `model` on `train_examples` (default: all of task.train), evaluating on the task's dev
+    split every `eval_every` steps and keeping the weights of the best evaluation (the task's metric);
+    stops after `patience` evaluations without improvement. With out_dir: metrics.jsonl, config.json,
+    train_args.json and the best checkpoint (checkpoints/step-N, the trainer's atomic format)."""
+    if tokenizer.vocab_size != model.config.vocab_size:
+        raise ValueError(f"the tokenizer has {tokenizer.vocab_size} pieces but the model's vocab_size is "
+                         f"{model.config.vocab_size}: the encoder was pretrained with another vocabulary")
+    if model.num_labels != task.num_labels:
+        raise ValueError(f"the model has {model.num_labels} outputs but task {task.name} has "
+                         f"{task.num_labels} labels")
+    out_dir = Path(out_dir) if out_dir is not None else None
+    if out_dir is None:
+        return _finetune(model, task, tokenizer, args, train_examples, None, progress, callbacks)
+    if find_checkpoint(out_dir) is not None:
+        raise FileExistsError(f"{out_dir} already holds a run; choose another output directory")
+    with run_lock(out_dir):
+        return _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, callbacks)
+
+
+def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, callbacks) -> FinetuneResult:
+    t0 = time.perf_counter()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    max_len = min(args.max_seq_len, model.config.max_position_embeddings)
+    train = encode_examples(task.train if train_examples is None else train_examples, tokenizer, max_len)
+    dev = encode_examples(_dev_sample(task.dev, args.dev_examples), tokenizer, max_len)
+    if not train or not dev:
+        raise ValueError(f"task {task.name} needs training and dev examples; got {len(train)} and {len(dev)}")
+
+    torch.manual_seed(args.seed)
+    model.to(device).train()
+    for p in model.albert.parameters():
+        p.requires_grad_(not args.freeze_encoder)
+    optimizer = make_optimizer("adamw", model, args.lr, args.weight_decay)
+    scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
+    # The pretraining data order: a seeded permutation per epoch, one batch per step.
+    order = TrainArgs(steps=args.steps, batch_size=min(args.batch_size, len(train)), warmup=0, seed=args.seed)
+    loader = torch.utils.data.DataLoader(train, batch_sampler=StepBatches(len(train), order),
+                                         collate_fn=collate_classification, generator=torch.Generator())
+    history, log_file = [], None
+    best, best_step, best_state, waited, stopped_early = -math.inf, 0, None, 0, False
+
+    def emit(record: dict) -> None:
+        nonlocal log_file
+        if out_dir is not None and log_file is None:
+            log_file = _start_run_files(out_dir, model.config, args, history)
+        history.append(record)
+        if log_file is not None:
+            log_file.write(json.dumps(record, allow_nan=False) + "\n")
+            log_file.flush()
+        for cb in callbacks:
+            cb(record)
+
+    bar = tqdm(total=args.steps, disable=not progress, desc=f"finetune {task.name}")
+    try:
+        for step, batch in enumerate(loader, start=1):
+            batch = {k: v.to(device) for k, v in batch.items()}
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                loss = model(**batch).loss
+            if not torch.isfinite(loss):
+                raise NonFiniteError(f"step {step}: the loss is {loss.item()}; lower the learning rate")
+            loss.backward()
+            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)
+            lr = optimizer.param_groups[0]["lr"]
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            emit({"step": step, "split": "train", "loss": loss.item(), "lr": lr,
+                  "grad_norm": float(grad_norm)})
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+            if step % args.eval_every and step != args.steps:
+                continue
+            metrics = evaluate_classifier(model, dev)
+            emit({"step": step, "split": "dev", **metrics})
+            if metrics[task.metric] > best:
+                best, best_step, waited = metrics[task.metric], step, 0
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                if out_dir is not None:
+                    state = {"step": step, "task": task.name, "num_labels": model.num_labels,
+                             "metric": task.metric, "best": best, "args": dataclasses.asdict(args),
+                             "metrics": history}
+                    save_checkpoint(out_dir, model, optimizer, scheduler, state, keep_last=1)
+            else:
+                waited += 1
+                if args.patience and waited >= args.patience:
+                    stopped_early = True
+                    break
+    finally:
+        bar.close()
+        if log_file is not None:
+            log_file.close()
+    model.load_state_dict(best_state)
+    model.eval()
+    dev_metrics = next(r for r in history if r["split"] == "dev" and r["step"] == best_step)
+    dev_metrics = {k: v for k, v in dev_metrics.items() if k not in ("step", "split")}
+    test = evaluate_classifier(model, encode_examples(task.test, tokenizer, max_len)) if task.test else None
+    seconds = time.perf_counter() - t0
+    return FinetuneResult(model, history, best_step, dev_metrics, test, stopped_early, seconds)
+
+
+def load_finetuned(path: str | Path, device: str | torch.device = "cpu") -> AlbertForSequenceClassification:
+    """The best model of a fine-tuning run (its run directory or step directory), in eval mode."""
+    ckpt = find_checkpoint(path)
+    if ckpt is None:
+        raise FileNotFoundError(f"no checkpoint in {path} (expected checkpoints/latest or model.safetensors)")
+    verify_checkpoint(ckpt)
+    num_labels = _read_json(ckpt / "trainer_state.json").get("num_labels")
+    if not isinstance(num_labels, int):
+        raise ValueError(f"{ckpt} is not a fine-tuning checkpoint (its trainer_state.json has no num_labels)")
+    model = AlbertForSequenceClassification(_check_config(ckpt, None), num_labels)
+    _load_weights(model, ckpt / "model.safetensors")
+    return model.to(device).eval()

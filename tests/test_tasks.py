@@ -1,0 +1,136 @@
+"""Downstream tasks: the offline tasks are deterministic, balanced as documented and leak no sentence
+from the training documents; GLUE's TSV layouts load from small files written here."""
+
+import random
+from collections import Counter
+
+import pytest
+
+from minialbert import tasks
+from minialbert.corpus import pydocs_documents
+from minialbert.tasks import Example, _swap_adjacent_words, load_task
+
+MAX_DOCUMENTS = 300          # the ci scale's cap
+
+
+@pytest.fixture(scope="module", params=["word-order", "next-sentence"])
+def task(request):
+    return load_task(request.param, MAX_DOCUMENTS)
+
+
+def test_deterministic(task):
+    again = load_task(task.name, MAX_DOCUMENTS)
+    for split in tasks.SPLITS:
+        assert task.split(split) == again.split(split)
+
+
+def test_balanced_as_documented(task):
+    for split in tasks.SPLITS:
+        counts = Counter(ex.label for ex in task.split(split))
+        assert counts[0] == counts[1] > 100, (split, counts)
+    baseline = task.majority_baseline("dev")
+    assert baseline["accuracy"] == 0.5 and baseline["matthews"] == 0.0
+    described = task.describe()
+    assert described["sizes"] == {s: len(task.split(s)) for s in tasks.SPLITS}
+    assert described["label_balance"]["dev"] == {task.labels[0]: 0.5, task.labels[1]: 0.5}
+
+
+def test_no_held_out_sentence_occurs_in_a_training_document(task):
+    train_sentences = {s for d in pydocs_documents("train") for s in d.sentences}
+    train_texts = {t for ex in task.train for t in (ex.text_a, ex.text_b) if t is not None}
+    for split in ("dev", "test"):
+        held_out = {t for ex in task.split(split) for t in (ex.text_a, ex.text_b) if t is not None}
+        assert not held_out & train_texts, split
+        if task.name == "next-sentence":        # word-order's swapped sentences are new text anyway
+            assert not held_out & train_sentences, split
+    assert set(task.removed_overlap) == {"dev", "test"}
+
+
+def test_word_order_classes_hold_the_same_words():
+    task = load_task("word-order", MAX_DOCUMENTS)
+    originals = {s for d in pydocs_documents("train", MAX_DOCUMENTS) for s in d.sentences}
+    intact = [ex.text_a for ex in task.train if ex.label == 1]
+    swapped = [ex.text_a for ex in task.train if ex.label == 0]
+    assert all(s in originals for s in intact[:200])
+    assert not any(s in originals for s in swapped[:200])      # a swap always changes the text
+    assert len(set(intact) | set(swapped)) == len(task.train)   # each example its own sentence
+    sentence = "The quick brown fox jumps over the lazy dog."
+    out = _swap_adjacent_words(sentence, random.Random(0))
+    assert sorted(out.split()) == sorted(sentence.split()) and out != sentence
+    assert out.split()[0] == "The" and out.split()[-1] == "dog."   # first and last words stay
+    assert _swap_adjacent_words("Too short here.", random.Random(0)) is None
+
+
+def test_next_sentence_pairs_come_from_one_document():
+    task = load_task("next-sentence", MAX_DOCUMENTS)
+    places = {}                                  # sentence -> [(document, position)]: some repeat
+    for d in pydocs_documents("train", MAX_DOCUMENTS):
+        for i, s in enumerate(d.sentences):
+            places.setdefault(s, []).append((d.title, i))
+    for ex in task.train[:300]:
+        pairs = [(i, j) for doc_a, i in places[ex.text_a] for doc_b, j in places[ex.text_b] if doc_a == doc_b]
+        assert any((j == i + 1) if ex.label == 1 else (j >= i + 2) for i, j in pairs), ex
+    assert len({ex.text_a for ex in task.train}) > 0.95 * len(task.train)   # anchors are (nearly) unique
+
+
+def test_subset_is_seeded_and_stratified(task):
+    sample = task.subset(16, seed=3)
+    assert sample == task.subset(16, seed=3) and sample != task.subset(16, seed=4)
+    assert Counter(ex.label for ex in sample) == {0: 8, 1: 8}
+    assert len(task.subset(None)) == len(task.train)
+    with pytest.raises(ValueError, match=f"has {len(task.train)} training examples; --labels must be"):
+        task.subset(len(task.train) + 1)
+
+
+def test_unknown_task_and_missing_glue_dir():
+    with pytest.raises(ValueError, match="unknown task 'sst-3'; choose one of word-order, next-sentence"):
+        load_task("sst-3")
+    with pytest.raises(ValueError, match="pass the directory that holds SST-2/train.tsv"):
+        load_task("sst2")
+
+
+# ---------------------------------------------------------------------------------- GLUE files
+GLUE_FILES = {
+    "sst2": ("SST-2", "sentence\tlabel\nit 's a charming journey . \t1\nthe plot is thin\t0\n"),
+    "cola": ("CoLA", "gj04\t1\t\tOur friends won't buy this analysis.\ngj04\t0\t*\tThey drank the pub.\n"),
+    "mrpc": ("MRPC", "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\tHe said \"yes\".\tHe agreed.\n"
+                     "0\t3\t4\tA cat.\tA dog.\n"),
+    "rte": ("RTE", "index\tsentence1\tsentence2\tlabel\n0\tA man runs.\tA person moves.\tentailment\n"
+                   "1\tIt rains.\tIt is sunny.\tnot_entailment\n"),
+    "stsb": ("STS-B", "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2"
+                      "\tscore\n0\tmain\tf\t2012\t1\tnone\tnone\tA plane takes off.\tAn air plane is taking"
+                      " off.\t5.000\n1\tmain\tf\t2012\t4\tnone\tnone\tA man plays.\tA dog barks.\t0.250\n"),
+}
+EXPECTED_FIRST = {"sst2": Example("it 's a charming journey . ", None, 1),
+                  "cola": Example("Our friends won't buy this analysis.", None, 1),
+                  "mrpc": Example('He said "yes".', "He agreed.", 1),
+                  "rte": Example("A man runs.", "A person moves.", 0),
+                  "stsb": Example("A plane takes off.", "An air plane is taking off.", 5.0)}
+
+
+def _write_glue(root, name, text=None):
+    folder, content = GLUE_FILES[name]
+    (root / folder).mkdir(parents=True, exist_ok=True)
+    for split in ("train", "dev"):
+        (root / folder / f"{split}.tsv").write_text(text or content)
+
+
+@pytest.mark.parametrize("name", list(GLUE_FILES))
+def test_glue_layouts(name, tmp_path):
+    _write_glue(tmp_path, name)
+    task = load_task(name, glue_dir=tmp_path)
+    assert len(task.train) == len(task.dev) == 2 and task.test == []
+    assert task.train[0] == EXPECTED_FIRST[name]
+    assert task.num_labels == (1 if name == "stsb" else 2)
+    assert task.describe()["sizes"] == {"train": 2, "dev": 2, "test": 0}
+
+
+def test_glue_errors_name_the_file_and_line(tmp_path):
+    with pytest.raises(FileNotFoundError, match="SST-2/train.tsv does not exist; put GLUE's SST-2 folder"):
+        load_task("sst2", glue_dir=tmp_path)
+    _write_glue(tmp_path, "sst2", "sentence\tlabel\ngood\t1\nbad\t2\n")
+    with pytest.raises(ValueError, match=r"train.tsv, line 3: label '2' is not one of 0, 1"):
+        load_task("sst2", glue_dir=tmp_path)
+    _write_glue(tmp_path, "rte", "idx\ttext\n0\tx\n")
+    with pytest.raises(ValueError, match="no column 'sentence1' in the header"):
+        load_task("rte", glue_dir=tmp_path)
