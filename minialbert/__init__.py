@@ -2,10 +2,10 @@
 
 from . import hf
 from .config import PRESETS, AlbertConfig
-from .model import AlbertForPretraining, AlbertModel, count_parameters, parameter_breakdown
+from .model import AlbertForPretraining, AlbertModel, count_parameters, forward_flops, parameter_breakdown
 
 __all__ = ["PRESETS", "AlbertConfig", "AlbertModel", "AlbertForPretraining", "count_parameters",
-           "parameter_breakdown", "hf"]
+           "forward_flops", "parameter_breakdown", "hf"]
 __version__ = "0.1.0"
 
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from .download import cache_dir, download, read_checked, write_checked
 
-__all__ = ["Document", "cache_dir", "corpus_stats", "documents", "pydocs_documents", "split_sentences",
-           "wikitext_documents", "SPLITS"]
+__all__ = ["Document", "PACKAGES", "cache_dir", "corpus_stats", "documents", "package_documents",
+           "pydocs_documents", "split_sentences", "wikitext_documents", "SPLITS"]
 
 SPLITS = ("train", "valid", "test")
 PYDOCS_FORMAT = 4                       # bump when the parsing rules change: invalidates caches
@@ -228,6 +228,42 @@ def pydocs_documents(split: str = "train", max_documents: int | None = None) -> 
     _check_split(split)
     docs = [d for d in _pydocs_all() if split_of(d.title) == split]
     return docs if max_documents is None else docs[:max_documents]
+
+
+# The course's own dependencies (pinned in constraints.txt; sympy comes with torch) hold about five
+# times more docstring prose than the standard library: more text for pretraining, same parser.
+PACKAGES = ("numpy", "torch", "matplotlib", "sympy")
+
+
+def _package_all(package: str) -> list[Document]:
+    """One installed package's docstring documents, parsed with `ast` (nothing imported but its
+    version), cached as JSON per package version."""
+    from importlib import metadata, util
+
+    spec = util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise ValueError(f"package {package!r} is not installed; its docstrings cannot be read")
+    version = metadata.version(package)
+    path = cache_dir() / "corpora" / f"pkgdocs-{package}-{version}-v{PYDOCS_FORMAT}.json"
+    if (raw := read_checked(path)) is not None:
+        return [Document(d["title"], tuple(d["sentences"])) for d in json.loads(raw.decode("utf-8"))]
+    folder = Path(spec.origin).parent
+    files = sorted(f for f in folder.rglob("*.py") if not {"test", "tests", "testing"} & set(f.parts))
+    merged: dict[str, list[str]] = {}
+    for doc in (d for f in files for d in _module_documents(f, folder.parent)):
+        merged.setdefault(doc.title, []).extend(doc.sentences)
+    docs = sorted((Document(t, tuple(s)) for t, s in merged.items() if len(s) >= 2),
+                  key=lambda d: (_hash(d.title, "order"), d.title))
+    write_checked(path, json.dumps([{"title": d.title, "sentences": list(d.sentences)} for d in docs],
+                                   ensure_ascii=False).encode())
+    return docs
+
+
+def package_documents(split: str = "train", packages: tuple[str, ...] = PACKAGES) -> list[Document]:
+    """Docstring prose of installed packages, one split (by title hash, as for pydocs), package by
+    package. Titles are dotted module paths, so they never collide with the stdlib's."""
+    _check_split(split)
+    return [d for package in packages for d in _package_all(package) if split_of(d.title) == split]
 
 
 def corpus_stats(docs) -> dict[str, int]:

@@ -363,3 +363,24 @@ def count_parameters(cfg: AlbertConfig) -> int:
     Tests check it against the parameters of a built AlbertModel.
     """
     return sum(parameter_breakdown(cfg).values())
+
+
+def forward_flops(cfg: AlbertConfig, seq_len: int, predicted: int = 0) -> dict[str, int]:
+    """Floating-point operations of one forward pass over one sequence, by part, by formula.
+
+    A matrix product (n x k) @ (k x m) costs 2nkm (a multiply and an add per term); elementwise
+    work (softmax, GELU, LayerNorm) is left out, as is customary. `predicted` positions go through
+    the MLM head (the model computes it only there). Sharing does not appear anywhere: a shared
+    layer is run num_layers times all the same, which is the point of the paper's Table 2. A
+    training step costs about 3x the forward (the backward computes two products per product).
+    """
+    N, E, H, F_, V, L = (seq_len, cfg.embedding_size, cfg.hidden_size, cfg.intermediate_size,
+                         cfg.vocab_size, cfg.num_layers)
+    return {
+        "projection": 2 * N * E * H if cfg.embedding_projection else 0,
+        "attention": L * (2 * N * H * 4 * H + 2 * 2 * N * N * H),   # q, k, v, output; scores and A @ V
+        "ffn": L * 2 * 2 * N * H * F_,                                 # H -> F and F -> H
+        "pooler": 2 * H * H,                                           # [CLS] only
+        "mlm_head": predicted * (2 * H * E + 2 * E * V),               # H -> E, then the tied E x V decoder
+        "sentence_head": 2 * H * 2,
+    }

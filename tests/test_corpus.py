@@ -185,3 +185,20 @@ def test_parquet_without_pyarrow_says_how_to_install(monkeypatch, tmp_path):
     path.write_bytes(b"PAR1")
     with pytest.raises(ImportError, match="pip install pyarrow"):
         list(corpus._file_lines(path))
+
+
+def test_package_documents_are_prose_split_by_title_and_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    docs = {split: corpus.package_documents(split, ("tqdm",)) for split in SPLITS}   # a small dependency
+    assert sum(len(d) for d in docs.values()) > 5
+    for split, split_docs in docs.items():
+        for doc in split_docs:
+            assert doc.title.startswith("tqdm") and split_of(doc.title) == split and len(doc.sentences) >= 2
+            assert all(">>>" not in s for s in doc.sentences)
+    (cached,) = (tmp_path / "corpora").glob("pkgdocs-tqdm-*.json")
+    assert corpus.package_documents("train", ("tqdm",)) == docs["train"]                # read back
+    cached.write_bytes(cached.read_bytes().replace(b"tqdm", b"tqdn", 1))                # damaged: reparsed
+    with pytest.warns(UserWarning):
+        assert corpus.package_documents("train", ("tqdm",)) == docs["train"]
+    with pytest.raises(ValueError, match="not installed"):
+        corpus.package_documents("train", ("no_such_package_here",))

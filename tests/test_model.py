@@ -196,3 +196,19 @@ def test_deterministic_given_seed():
     a = model(cfg, seed=3)(ids, types).mlm_logits
     b = model(cfg, seed=3)(ids, types).mlm_logits
     assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("name, changes", [("ci-albert", {}), ("ci-bert", {}),
+                                           ("ci-albert", {"sharing": "none", "num_hidden_groups": 2})])
+def test_forward_flops_formula_matches_a_count_of_the_model(name, changes):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cfg = ma.AlbertConfig.preset(name, attention_backend="math", **changes)   # explicit matmuls to count
+    B, N = 3, 24
+    ids = torch.randint(5, cfg.vocab_size, (B, N), generator=torch.Generator().manual_seed(0))
+    labels = torch.full_like(ids, -100)
+    labels[:, ::4] = ids[:, ::4]                                   # 6 predicted positions per sequence
+    model = ma.AlbertForPretraining(cfg).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(ids, mlm_labels=labels, sentence_labels=torch.zeros(B, dtype=torch.long))
+    assert counter.get_total_flops() == B * sum(ma.forward_flops(cfg, N, predicted=6).values())
