@@ -11,7 +11,7 @@ from .model import count_parameters
 def parameter_calculator() -> W.VBox:
     """Sliders for V, E, H, layers and sharing; shows the embedding and encoder parameter counts."""
     style = dict(description_width="110px")
-    V = W.IntSlider(30000, min=1000, max=128000, step=1000, description="vocab V", style=style)
+    V = W.IntSlider(30000, min=1000, max=256000, step=1000, description="vocab V", style=style)
     E = W.IntSlider(128, min=16, max=1024, step=16, description="embedding E", style=style)
     H = W.IntSlider(768, min=128, max=4096, step=128, description="hidden H", style=style)
     L = W.IntSlider(12, min=1, max=48, description="layers", style=style)

@@ -212,3 +212,29 @@ def test_forward_flops_formula_matches_a_count_of_the_model(name, changes):
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(ids, mlm_labels=labels, sentence_labels=torch.zeros(B, dtype=torch.long))
     assert counter.get_total_flops() == B * sum(ma.forward_flops(cfg, N, predicted=6).values())
+
+
+# The paper's printed counts (millions): Table 1 and Tables 3/4 (ALBERT-base, H = 768, by E and sharing).
+PAPER_TABLE_1 = {"bert-base": 108, "bert-large": 334, "albert-base": 12, "albert-large": 18,
+                 "albert-xlarge": 60, "albert-xxlarge": 235}
+PAPER_TABLES_3_4 = {(64, "none"): 87, (64, "all"): 10, (128, "none"): 89, (128, "all"): 12,
+                    (128, "attention"): 64, (128, "ffn"): 38, (256, "none"): 93, (256, "all"): 16,
+                    (768, "none"): 108, (768, "all"): 31, (768, "attention"): 83, (768, "ffn"): 57}
+
+
+def test_paper_counts_leave_the_pooler_out_of_not_shared_models_only():
+    """Lesson 02's explanation: not-shared rows match our counts without the pooler, shared rows with it,
+    and ALBERT-xlarge / -xxlarge match neither."""
+    base = ma.AlbertConfig.preset("albert-base")
+    rows = {name: (ma.AlbertConfig.preset(name), paper) for name, paper in PAPER_TABLE_1.items()}
+    rows.update({(E, s): (base.replace(embedding_size=E, sharing=s, embedding_projection=E != 768), paper)
+                 for (E, s), paper in PAPER_TABLES_3_4.items()})
+    for row, (cfg, paper) in rows.items():
+        total, pooler = ma.count_parameters(cfg), ma.parameter_breakdown(cfg)["pooler"]
+        with_pooler, without = round(total / 1e6) == paper, round((total - pooler) / 1e6) == paper
+        if row in ("albert-xlarge", "albert-xxlarge"):
+            assert not with_pooler and not without, row
+        elif cfg.sharing == "none":
+            assert without and not with_pooler, row
+        else:
+            assert with_pooler, row
