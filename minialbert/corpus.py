@@ -19,7 +19,7 @@ import os
 import re
 import sys
 import sysconfig
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,26 +193,37 @@ def split_of(title: str) -> str:
     return "train" if bucket < 90 else "valid" if bucket < 95 else "test"
 
 
-def _build_pydocs() -> list[Document]:
-    """Parse the whole corpus, in a fixed pseudo-random order (hash of the title)."""
-    root = Path(sysconfig.get_paths()["stdlib"])
+def _merged_in_order(docs: Iterable[Document]) -> list[Document]:
+    """One document per title (a name defined twice is one document), in a fixed pseudo-random
+    order (hash of the title)."""
     merged: dict[str, list[str]] = {}
-    for doc in _topic_documents() + [d for f in _stdlib_files(root) for d in _module_documents(f, root)]:
-        merged.setdefault(doc.title, []).extend(doc.sentences)   # a name defined twice: one document
-    docs = [Document(t, tuple(s)) for t, s in merged.items() if len(s) >= 2]
-    return sorted(docs, key=lambda d: (_hash(d.title, "order"), d.title))
+    for doc in docs:
+        merged.setdefault(doc.title, []).extend(doc.sentences)
+    kept = [Document(t, tuple(s)) for t, s in merged.items() if len(s) >= 2]
+    return sorted(kept, key=lambda d: (_hash(d.title, "order"), d.title))
+
+
+def _cached(path: Path, build: Callable[[], list[Document]]) -> list[Document]:
+    """Documents from a checksummed JSON cache file, or built and written there."""
+    if (raw := read_checked(path)) is not None:        # None: missing or damaged (then reported)
+        return [Document(d["title"], tuple(d["sentences"])) for d in json.loads(raw.decode("utf-8"))]
+    docs = build()
+    data = [{"title": d.title, "sentences": list(d.sentences)} for d in docs]
+    write_checked(path, json.dumps(data, ensure_ascii=False).encode())
+    return docs
+
+
+def _build_pydocs() -> list[Document]:
+    """Parse the whole corpus: language-reference topics and stdlib docstrings."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return _merged_in_order(_topic_documents() + [d for f in _stdlib_files(root)
+                                                   for d in _module_documents(f, root)])
 
 
 def _pydocs_all() -> list[Document]:
     """The parsed corpus, cached as JSON per Python version (the stdlib's text differs by version)."""
     version = ".".join(map(str, sys.version_info[:3]))
-    path = cache_dir() / "corpora" / f"pydocs-py{version}-v{PYDOCS_FORMAT}.json"
-    if (raw := read_checked(path)) is not None:        # None: missing or damaged (then reported)
-        return [Document(d["title"], tuple(d["sentences"])) for d in json.loads(raw.decode("utf-8"))]
-    docs = _build_pydocs()
-    data = [{"title": d.title, "sentences": list(d.sentences)} for d in docs]
-    write_checked(path, json.dumps(data, ensure_ascii=False).encode())
-    return docs
+    return _cached(cache_dir() / "corpora" / f"pydocs-py{version}-v{PYDOCS_FORMAT}.json", _build_pydocs)
 
 
 def _check_split(split: str) -> None:
@@ -236,27 +247,21 @@ PACKAGES = ("numpy", "torch", "matplotlib", "sympy")
 
 
 def _package_all(package: str) -> list[Document]:
-    """One installed package's docstring documents, parsed with `ast` (nothing imported but its
-    version), cached as JSON per package version."""
+    """One installed package's docstring documents, parsed with `ast` (nothing of it imported),
+    cached as JSON per package version."""
     from importlib import metadata, util
 
     spec = util.find_spec(package)
     if spec is None or spec.origin is None:
         raise ValueError(f"package {package!r} is not installed; its docstrings cannot be read")
-    version = metadata.version(package)
-    path = cache_dir() / "corpora" / f"pkgdocs-{package}-{version}-v{PYDOCS_FORMAT}.json"
-    if (raw := read_checked(path)) is not None:
-        return [Document(d["title"], tuple(d["sentences"])) for d in json.loads(raw.decode("utf-8"))]
     folder = Path(spec.origin).parent
-    files = sorted(f for f in folder.rglob("*.py") if not {"test", "tests", "testing"} & set(f.parts))
-    merged: dict[str, list[str]] = {}
-    for doc in (d for f in files for d in _module_documents(f, folder.parent)):
-        merged.setdefault(doc.title, []).extend(doc.sentences)
-    docs = sorted((Document(t, tuple(s)) for t, s in merged.items() if len(s) >= 2),
-                  key=lambda d: (_hash(d.title, "order"), d.title))
-    write_checked(path, json.dumps([{"title": d.title, "sentences": list(d.sentences)} for d in docs],
-                                   ensure_ascii=False).encode())
-    return docs
+
+    def build() -> list[Document]:
+        files = sorted(f for f in folder.rglob("*.py") if not {"test", "tests", "testing"} & set(f.parts))
+        return _merged_in_order(d for f in files for d in _module_documents(f, folder.parent))
+
+    version = metadata.version(package)
+    return _cached(cache_dir() / "corpora" / f"pkgdocs-{package}-{version}-v{PYDOCS_FORMAT}.json", build)
 
 
 def package_documents(split: str = "train", packages: tuple[str, ...] = PACKAGES) -> list[Document]:
