@@ -55,9 +55,16 @@ def _run_lesson(path: Path, scale: Scale, timeout: int) -> list[Path]:
     lesson = path.name
     start = time.perf_counter()
     print(f"[{scale.name}] running {lesson} ...", flush=True)
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    for attempt in (1, 2):
+        nb = nbformat.read(path, as_version=4)
+        try:
+            NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            break
+        except (TimeoutError, RuntimeError) as e:     # a cell timed out, or the kernel died / never started
+            if attempt == 2:                          # (a cell's own error is CellExecutionError: raised)
+                raise
+            print(f"[{scale.name}] {lesson}: {type(e).__name__}: {e}; again, fresh kernel", flush=True)
     print(f"[{scale.name}] {lesson} done in {time.perf_counter() - start:.0f} s", flush=True)
     written = [figure_dir(scale) / f"{name}{ext}" for name in FIGURE_LESSONS.get(lesson, [])
                for ext in (".png", ".json")]
