@@ -84,6 +84,10 @@ CANDIDATES = {
         model=TINY, seq=32, batch=64, lr=3e-3, warmup=300, steps=15000, packages=PACKAGES,
         about="the same on five times more text: the docstrings of numpy, torch, matplotlib and sympy "
               "join the training split (held-out text unchanged)"),
+    "deep-seq32-8k-packages": candidate(
+        model={**TINY, "num_layers": 6}, seq=32, batch=64, lr=3e-3, warmup=300, steps=8000, packages=PACKAGES,
+        about="six shared layers (depth for the smoothness figure and the sharing ablations) on the larger "
+              "text, at about the same wall-clock budget"),
 }
 
 
