@@ -13,7 +13,6 @@ fine-tuning needs: evaluation on the dev split with the task's metric, and early
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -40,6 +39,7 @@ from .train import (
     _read_json,
     _start_run_files,
     find_checkpoint,
+    record_metrics,
     run_lock,
     save_checkpoint,
     verify_checkpoint,
@@ -247,12 +247,7 @@ def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, c
         nonlocal log_file
         if out_dir is not None and log_file is None:
             log_file = _start_run_files(out_dir, model.config, args, history)
-        history.append(record)
-        if log_file is not None:
-            log_file.write(json.dumps(record, allow_nan=False) + "\n")
-            log_file.flush()
-        for cb in callbacks:
-            cb(record)
+        record_metrics(record, history, log_file, callbacks)
 
     bar = tqdm(total=args.steps, disable=not progress, desc=f"finetune {task.name}")
     try:

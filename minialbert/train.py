@@ -502,12 +502,7 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
                                  f"check the data)")
         if main_process and out_dir is not None and log_file is None:
             log_file = _start_run_files(out_dir, cfg, args, history)
-        history.append(record)
-        if log_file is not None:
-            log_file.write(json.dumps(record, allow_nan=False) + "\n")
-            log_file.flush()
-        for cb in callbacks:
-            cb(record)
+        record_metrics(record, history, log_file, callbacks)
 
     seconds_before = next((r["seconds"] for r in reversed(history) if "seconds" in r), 0.0)
     eval_seconds = 0.0
@@ -545,6 +540,16 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
         if log_file is not None:
             log_file.close()
     return PretrainResult(model, history, out_dir, time.perf_counter() - t0)
+
+
+def record_metrics(record: dict, history: list[dict], log_file, callbacks) -> None:
+    """Append a metrics record to the history, to metrics.jsonl (if open) and pass it to callbacks."""
+    history.append(record)
+    if log_file is not None:
+        log_file.write(json.dumps(record, allow_nan=False) + "\n")
+        log_file.flush()
+    for cb in callbacks:
+        cb(record)
 
 
 def _start_run_files(out_dir: Path, cfg: AlbertConfig, args: TrainArgs, history: list[dict]):

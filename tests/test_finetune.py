@@ -9,6 +9,7 @@ import json
 import pytest
 import torch
 import transformers
+from test_hf import V, _batch, _perturb
 from torch.testing import assert_close
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
@@ -26,7 +27,6 @@ from minialbert.tasks import Example, Task, load_task
 from minialbert.tokenizer import course_tokenizer
 from minialbert.train import read_metrics
 
-V, N = 97, 9
 EXACT = dict(atol=1e-5, rtol=0)
 ALBERT_SMALL = dict(vocab_size=V, embedding_size=16, hidden_size=32, num_hidden_layers=3,
                     num_attention_heads=4, intermediate_size=37, max_position_embeddings=24,
@@ -41,22 +41,13 @@ def _hf_classifier(family: str, num_labels: int, seed: int = 0):
     cls, config_cls, sizes = FAMILIES[family]
     torch.manual_seed(seed)
     model = cls(config_cls(**sizes, num_labels=num_labels, attn_implementation="eager"))
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():                       # move biases and LayerNorms off their trivial init
-        for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=gen) * 0.05)
+    _perturb(model, seed)                       # move biases and LayerNorms off their trivial init
     return model.eval()
 
 
 def _padded_pairs():
     """Three sentence pairs [CLS] A [SEP] B [SEP], right-padded by 0, 3 and 6 positions."""
-    gen = torch.Generator().manual_seed(1)
-    ids = torch.randint(5, V, (3, N), generator=gen)
-    mask = torch.ones(3, N, dtype=torch.long)
-    mask[1, -3:] = 0
-    mask[2, -6:] = 0
-    ids[mask == 0] = 0
-    types = (torch.arange(N) >= 4).long().expand(3, N) * mask
+    ids, types, mask, _, _ = _batch()
     return ids, types, mask
 
 
