@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 import transformers
-from test_hf import V, _batch, _perturb
+from test_hf import ALBERT_SMALL, BERT_SMALL, EXACT, V, _batch, _perturb
 from torch.testing import assert_close
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
@@ -27,12 +27,6 @@ from minialbert.tasks import Example, Task, load_task
 from minialbert.tokenizer import course_tokenizer
 from minialbert.train import read_metrics
 
-EXACT = dict(atol=1e-5, rtol=0)
-ALBERT_SMALL = dict(vocab_size=V, embedding_size=16, hidden_size=32, num_hidden_layers=3,
-                    num_attention_heads=4, intermediate_size=37, max_position_embeddings=24,
-                    hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)  # eval() turns it off
-BERT_SMALL = dict(vocab_size=V, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                  intermediate_size=37, max_position_embeddings=24)
 FAMILIES = {"albert": (transformers.AlbertForSequenceClassification, transformers.AlbertConfig, ALBERT_SMALL),
             "bert": (transformers.BertForSequenceClassification, transformers.BertConfig, BERT_SMALL)}
 
