@@ -185,7 +185,9 @@ def main() -> None:
     if not a.only:                                   # the figure only from a full run
         from minialbert.plots import save_figure
 
-        save_figure(plot(rows), "model_speed", record)
+        points = {name: {k: r[k] for k in ("parameters", "train_speed_vs_anchor", "paper_parameters",
+                                           "paper_speed_vs_anchor")} for name, r in rows.items()}
+        save_figure(plot(rows), "model_speed", {"measurements": str(OUT.relative_to(ROOT)), "points": points})
     print(f"\nwrote {OUT.relative_to(ROOT)}")
 
 

@@ -236,7 +236,6 @@ def format_report(result: dict) -> str:
     return "\n".join(lines)
 
 
-
 # ---------------------------------------------------------------------------------- fine-tuning metrics
 # GLUE's metrics, written out: accuracy and F1 (MRPC), Matthews correlation (CoLA), Pearson and
 # Spearman correlation (STS-B). A constant prediction has no correlation: 0 by convention here.
