@@ -173,8 +173,10 @@ def _bert_twin(albert: dict) -> dict:
     return dict(albert, sharing="none", embedding_size=albert["hidden_size"], embedding_projection=False)
 
 
-_COURSE_ALBERT = dict(vocab_size=4000, embedding_size=128, hidden_size=256, num_layers=6, num_heads=4,
-                      intermediate_size=1024, max_position_embeddings=128)
+# Sized by the pretraining sweep (benchmarks/pretraining_sweep.py): the largest ALBERT that learns
+# to use context within 15 minutes on 2 CPU cores. It reads at most 32 tokens, the length it trains on.
+_COURSE_ALBERT = dict(vocab_size=4000, embedding_size=32, hidden_size=64, num_layers=4, num_heads=2,
+                      intermediate_size=256, max_position_embeddings=32)
 _CI_ALBERT = dict(vocab_size=1000, embedding_size=32, hidden_size=64, num_layers=4, num_heads=2,
                   intermediate_size=128, max_position_embeddings=64)
 _GPU_ALBERT = dict(vocab_size=6000, embedding_size=128, hidden_size=768, num_layers=12, num_heads=12,

@@ -25,7 +25,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save as save_safetensors
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from .corpus import Document, cache_dir, pydocs_documents
+from .corpus import Document, cache_dir, package_documents, pydocs_documents
 from .download import atomic_write
 from .scale import Scale, current_scale
 from .tokenizer import CLS_ID, MASK_ID, PAD_ID, SEP_ID, Tokenizer, course_tokenizer
@@ -494,9 +494,15 @@ def _cache_key(documents: Sequence[Document], tokenizer: Tokenizer, objective: s
 
 def course_pretraining_data(objective: str, split: str = "train",
                             scale: Scale | str | None = None) -> PretrainingDataset:
-    """The course's pretraining set for one objective and split, built once and then read from cache."""
+    """The course's pretraining set for one objective and split, built once and then read from cache.
+
+    The train split adds the docstrings of the scale's packages (held-out splits stay stdlib prose):
+    the sweep found the stdlib's 220k words too few for a model to learn more than memorising them.
+    """
     scale = current_scale(scale)
     documents = pydocs_documents(split, scale.max_documents)
+    if split == "train":
+        documents += package_documents(split, scale.packages)
     return build_examples(documents, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
                           dupe_factor=scale.dupe_factor, mask_rate=scale.mask_rate)
 

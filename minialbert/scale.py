@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .corpus import PACKAGES
+
 ENV_VAR = "MINIALBERT_SCALE"
 
 
@@ -32,6 +34,7 @@ class Scale:
     zoo_steps: int = 0          # steps of every model-zoo entry (one budget, so entries compare)
     zoo_evals: int = 5          # held-out evaluations per zoo run (the curves of the replication lessons)
     step_seconds: float = 0.0   # measured seconds per step (time estimates only; 0 = not measured)
+    packages: tuple = ()        # installed packages whose docstrings join the pretraining train split
 
 
 SCALES = {
@@ -39,8 +42,9 @@ SCALES = {
                 batch_size=16, pretrain_steps=30, learning_rate=2e-3, warmup_steps=5, eval_every=15,
                 zoo_steps=30, step_seconds=0.02),
     "course": Scale("course", "course-albert", "course-bert", vocab_size=4000, max_documents=None,
-                    max_seq_len=128, batch_size=16, pretrain_steps=550, learning_rate=5e-3,
-                    warmup_steps=250, eval_every=110, dupe_factor=10, zoo_steps=1500, step_seconds=0.45),
+                    max_seq_len=32, batch_size=64, pretrain_steps=7500, learning_rate=3e-3,
+                    warmup_steps=300, eval_every=1500, dupe_factor=10, optimizer="adamw", zoo_steps=12000,
+                    zoo_evals=12, step_seconds=0.068, packages=PACKAGES),
     "gpu": Scale("gpu", "gpu-albert", "gpu-bert", vocab_size=6000, max_documents=None, max_seq_len=256,
                  batch_size=128, pretrain_steps=20000, learning_rate=1.76e-3, warmup_steps=1000,
                  eval_every=1000, dupe_factor=10, zoo_steps=20000),
