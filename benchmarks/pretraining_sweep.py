@@ -35,15 +35,17 @@ from minialbert.tokenizer import course_tokenizer
 from minialbert.train import TrainArgs, pretrain
 
 OUT = Path(__file__).resolve().parents[1] / "assets" / "benchmarks" / "pretraining_sweep.json"
+# The course ALBERT before this sweep (the course-albert preset then); every candidate changes it.
+BASE = dict(vocab_size=4000, embedding_size=128, hidden_size=256, num_layers=6, num_heads=4, intermediate_size=1024)
 SMALL = {"hidden_size": 128, "num_layers": 4, "num_heads": 2, "intermediate_size": 512}
 TINY = {"hidden_size": 64, "embedding_size": 64, "num_layers": 2, "num_heads": 2, "intermediate_size": 256}
 EVAL_EXAMPLES = 600
 EVAL_POINTS = 8
 
 
-def candidate(preset="course-albert", model=None, seq=128, batch=32, optimizer="adamw", lr=1e-3, warmup=300,
+def candidate(model=None, seq=128, batch=32, optimizer="adamw", lr=1e-3, warmup=300,
               steps=1000, mask_rate=0.15, local_attention=False, packages=(), about=""):
-    return dict(preset=preset, model=model or {}, seq=seq, batch=batch, optimizer=optimizer, lr=lr,
+    return dict(model=model or {}, seq=seq, batch=batch, optimizer=optimizer, lr=lr,
                 warmup=warmup, steps=steps, mask_rate=mask_rate, local_attention=local_attention,
                 packages=list(packages), about=about)
 
@@ -115,7 +117,7 @@ def run(name: str, c: dict) -> dict:
     train, valid = (build_examples(docs, tokenizer, "sop", c["seq"], COURSE_SEED, dupe_factor=10,
                                    mask_rate=c["mask_rate"]) for docs in (train_docs, valid_docs))
     baselines = MLMBaselines.fit(train)
-    cfg = AlbertConfig.preset(c["preset"], max_position_embeddings=max(c["seq"], 128), **c["model"])
+    cfg = AlbertConfig.from_dict({**BASE, "max_position_embeddings": max(c["seq"], 128), **c["model"]})
     every = max(1, c["steps"] // EVAL_POINTS)
     args = TrainArgs(objective="sop", steps=c["steps"], batch_size=c["batch"], lr=c["lr"], warmup=c["warmup"],
                      optimizer=c["optimizer"], eval_every=every, eval_examples=EVAL_EXAMPLES,

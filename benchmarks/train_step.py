@@ -3,7 +3,7 @@
 Same config, batch, sequence length, masking rate (15%), optimizer and thread count; the two models
 alternate in one process so both see the same machine state. Prints tokens/s for each and the ratio.
 
-    python benchmarks/train_step.py                      # course-albert preset, batch 32 x 128
+    python benchmarks/train_step.py                      # course-albert preset, batch 64 x 32 (the course's)
     python benchmarks/train_step.py --preset ci-albert --batch-size 8 --seq-len 64
 """
 
@@ -65,8 +65,8 @@ def hf_step(model, opt, batch):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="course-albert", help="AlbertConfig preset (default course-albert)")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--seq-len", type=int, default=32)
     p.add_argument("--mask-rate", type=float, default=0.15)
     p.add_argument("--threads", type=int, default=torch.get_num_threads())
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per model")

@@ -502,7 +502,7 @@ def course_pretraining_data(objective: str, split: str = "train",
     scale = current_scale(scale)
     documents = pydocs_documents(split, scale.max_documents)
     if split == "train":
-        documents += package_documents(split, scale.packages)
+        documents = documents + package_documents(split, scale.packages)   # never extend a cached list
     return build_examples(documents, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
                           dupe_factor=scale.dupe_factor, mask_rate=scale.mask_rate)
 

@@ -1,5 +1,6 @@
 """ALBERT's pretraining examples: n-gram masking, SOP/NSP/MLM segments, caching and collation."""
 
+import dataclasses
 import random
 from collections import Counter
 
@@ -352,3 +353,23 @@ def test_course_pretraining_data_wires_scale_corpus_and_tokenizer(tiny_tokenizer
     fresh = build_examples(documents, tiny_tokenizer[0], "nsp", ci.max_seq_len, COURSE_SEED,
                            dupe_factor=ci.dupe_factor, cache=False)
     _assert_same(fresh, ds)
+
+
+def test_course_pretraining_data_adds_the_scale_packages_to_the_train_split_only(tiny_tokenizer, documents,
+                                                                                monkeypatch, tmp_path):
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    package_docs = [Document("pkg.module", ("A package sentence that only the train split may see.",
+                                            "Another sentence from the package's docstrings."))]
+    asked = []
+    monkeypatch.setattr("minialbert.pretraining_data.pydocs_documents", lambda split, max_documents: documents)
+    monkeypatch.setattr("minialbert.pretraining_data.package_documents",
+                        lambda split, packages: asked.append((split, packages)) or package_docs)
+    monkeypatch.setattr("minialbert.pretraining_data.course_tokenizer", lambda scale: tiny_tokenizer[0])
+    scale = dataclasses.replace(current_scale("ci"), packages=("pkg",))
+    train, valid = (course_pretraining_data("mlm", split, scale) for split in ("train", "valid"))
+    assert asked == [("train", ("pkg",))]                      # held-out text stays the stdlib's
+    with_package = build_examples(documents + package_docs, tiny_tokenizer[0], "mlm", scale.max_seq_len,
+                                  COURSE_SEED, dupe_factor=scale.dupe_factor, cache=False)
+    _assert_same(with_package, train)
+    _assert_same(build_examples(documents, tiny_tokenizer[0], "mlm", scale.max_seq_len, COURSE_SEED,
+                                dupe_factor=scale.dupe_factor, cache=False), valid)
