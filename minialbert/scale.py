@@ -47,7 +47,7 @@ SCALES = {
                     zoo_evals=12, step_seconds=0.068, packages=PACKAGES),
     "gpu": Scale("gpu", "gpu-albert", "gpu-bert", vocab_size=6000, max_documents=None, max_seq_len=256,
                  batch_size=128, pretrain_steps=20000, learning_rate=1.76e-3, warmup_steps=1000,
-                 eval_every=1000, dupe_factor=10, zoo_steps=20000),
+                 eval_every=1000, dupe_factor=10, zoo_steps=20000, packages=PACKAGES),
 }
 
 
