@@ -124,6 +124,8 @@ def build_parser() -> Parser:
     zoo.add_argument("--only", action="append", metavar="NAME", help="build only this entry (repeatable)")
     zoo.add_argument("--list", action="store_true", help="list the entries, what exists and what each costs")
     zoo.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    zoo.add_argument("--out", type=Path, metavar="FILE",
+                     help="also write the summary (held-out metrics and minutes per entry) as JSON here")
 
     fig = sub.add_parser("figures", help="regenerate the course figures under assets/figures",
                          description="Regenerate the course figures (PNG + JSON) at a scale.")
@@ -280,7 +282,18 @@ def cmd_zoo(args: argparse.Namespace) -> None:
             print(f"{r['name']:20s} {r['state']:8s} {r['steps_done']:>6d}/{r['steps']:<6d} "
                   f"~{left:>5s} min left  {r['about']}")
         return
-    print(zoo.format_summary(zoo.build(args.only, scale)))
+    rows = zoo.build(args.only, scale)
+    print(zoo.format_summary(rows))
+    if args.out:
+        import platform
+
+        import torch
+
+        from .download import atomic_write
+        record = {"scale": scale.name, "threads": torch.get_num_threads(), "torch": torch.__version__,
+                  "machine": platform.processor() or platform.machine(), "entries": rows}
+        atomic_write(args.out, (json.dumps(record, indent=1) + "\n").encode())
+        print(f"wrote {args.out}")
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:

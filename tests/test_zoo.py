@@ -1,6 +1,7 @@
 """The model zoo at ci scale: entries build, are cached under a key, resume, and rebuild on a new recipe."""
 
 import dataclasses
+import json
 import shutil
 
 import pytest
@@ -90,13 +91,16 @@ def test_cli_lists_and_rejects_unknown_names(capsys):
     assert "unknown zoo entry 'nope'" in capsys.readouterr().err
 
 
-def test_the_whole_ci_zoo_builds_from_the_cli(capsys):
+def test_the_whole_ci_zoo_builds_from_the_cli(capsys, tmp_path):
     from minialbert.__main__ import main
 
-    assert main(["zoo", "--scale", "ci"]) == 0
+    assert main(["zoo", "--scale", "ci", "--out", str(tmp_path / "zoo.json")]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in zoo.ENTRIES) and "missing" not in out
     assert {r["state"] for r in zoo.status("ci")} == {"built"}
+    written = json.loads((tmp_path / "zoo.json").read_text())
+    assert written["scale"] == "ci" and [r["name"] for r in written["entries"]] == list(zoo.ENTRIES)
+    assert all(0 <= r["mask_accuracy"]["accuracy"] <= 1 and r["minutes"] > 0 for r in written["entries"])
 
 
 def test_a_damaged_entry_is_trained_again_never_used():
