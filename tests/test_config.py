@@ -104,3 +104,15 @@ def test_bert_twins_differ_only_in_sharing_and_embedding():
         differing = {k for k in albert if albert[k] != bert[k]}
         assert differing <= {"sharing", "embedding_size", "embedding_projection", "num_hidden_groups"}
         assert bert["embedding_size"] == bert["hidden_size"] and not bert["embedding_projection"]
+
+
+def test_every_scale_preset_reads_the_scale_sequences_and_vocabulary():
+    from minialbert.corpus import PACKAGES
+    from minialbert.scale import SCALES
+
+    for scale in SCALES.values():
+        for preset in (scale.albert_preset, scale.bert_preset):
+            cfg = AlbertConfig.preset(preset)
+            assert cfg.max_position_embeddings >= scale.max_seq_len, (scale.name, preset)
+            assert cfg.vocab_size == scale.vocab_size, (scale.name, preset)
+        assert set(scale.packages) <= set(PACKAGES) and 0 < scale.warmup_steps <= scale.pretrain_steps
