@@ -36,7 +36,8 @@ from minialbert.train import TrainArgs, pretrain
 
 OUT = Path(__file__).resolve().parents[1] / "assets" / "benchmarks" / "pretraining_sweep.json"
 # The course ALBERT before this sweep (the course-albert preset then); every candidate changes it.
-BASE = dict(vocab_size=4000, embedding_size=128, hidden_size=256, num_layers=6, num_heads=4, intermediate_size=1024)
+BASE = dict(vocab_size=4000, embedding_size=128, hidden_size=256, num_layers=6, num_heads=4,
+            intermediate_size=1024)
 SMALL = {"hidden_size": 128, "num_layers": 4, "num_heads": 2, "intermediate_size": 512}
 TINY = {"hidden_size": 64, "embedding_size": 64, "num_layers": 2, "num_heads": 2, "intermediate_size": 256}
 EVAL_EXAMPLES = 600

@@ -6,9 +6,9 @@ scored by the same held-out evaluation (`minialbert.evaluation`, on the whole he
 `--eval-seconds` of training time; evaluation time is not counted. transformers is trained the way
 its users would: torch AdamW (no decay on biases and LayerNorm, as its Trainer does), a linear
 schedule over the steps that fit in the budget, gradient clipping at 1.0, its own loss; its peak
-learning rate is the best of a 3-point sweep (around ours, 3e-3) run at a quarter of the budget, judged
-by held-out [MASK] loss (accuracy does not separate runs that are all still on the unigram plateau). Its weights are copied
-into minialbert (`minialbert.hf.from_hf`, parity-tested) only to be evaluated.
+learning rate is the best of a 3-point sweep (around ours, 3e-3) run at a quarter of the budget,
+judged by held-out [MASK] loss (accuracy does not separate runs still on the unigram plateau). Its
+weights are copied into minialbert (`minialbert.hf.from_hf`, parity-tested) only to be evaluated.
 
     python benchmarks/time_to_accuracy.py                 # course scale, the zoo's budget
     python benchmarks/time_to_accuracy.py --minutes 2 --hf-lrs 1e-3   # a quick look
