@@ -361,7 +361,8 @@ def test_course_pretraining_data_adds_the_scale_packages_to_the_train_split_only
     package_docs = [Document("pkg.module", ("A package sentence that only the train split may see.",
                                             "Another sentence from the package's docstrings."))]
     asked = []
-    monkeypatch.setattr("minialbert.pretraining_data.pydocs_documents", lambda split, max_documents: documents)
+    monkeypatch.setattr("minialbert.pretraining_data.pydocs_documents",
+                        lambda split, max_documents: documents)
     monkeypatch.setattr("minialbert.pretraining_data.package_documents",
                         lambda split, packages: asked.append((split, packages)) or package_docs)
     monkeypatch.setattr("minialbert.pretraining_data.course_tokenizer", lambda scale: tiny_tokenizer[0])
