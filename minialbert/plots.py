@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 
 from .download import atomic_write
 from .scale import Scale, current_scale
@@ -157,6 +158,7 @@ def plot_layer_transitions(results: dict[str, dict], paper_axes: bool = False, a
             ax.set_ylim(*PAPER_LAYER_TRANSITION_AXES[key])
         else:
             ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))             # layers are whole numbers
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize=8)
     return axes
