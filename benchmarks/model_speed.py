@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 import minialbert as ma
+from minialbert.download import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "assets" / "benchmarks" / "model_speed.json"
@@ -178,10 +179,7 @@ def main() -> None:
               "date": time.strftime("%Y-%m-%d"),
               "paper_setup": "Table 2 of the paper: TPU v3, sequence 512, batch 4096, speed relative to "
                              "BERT-large; parameters from Table 1"}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(OUT)
+    atomic_write(OUT, (json.dumps(record, indent=1) + "\n").encode())
     if not a.only:                                   # the figure only from a full run
         from minialbert.plots import save_figure
 

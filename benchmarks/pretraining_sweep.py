@@ -28,6 +28,7 @@ import torch
 
 from minialbert import AlbertConfig
 from minialbert.corpus import PACKAGES, package_documents, pydocs_documents
+from minialbert.download import atomic_write
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.model import Encoder
 from minialbert.pretraining_data import COURSE_SEED, build_examples
@@ -165,10 +166,7 @@ def main() -> None:
         results["runs"][name] = {**record, "threads": a.threads}
         results.update(machine=platform.processor() or platform.machine(), threads=a.threads,
                        torch=torch.__version__, date=time.strftime("%Y-%m-%d"))
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        tmp = OUT.with_suffix(".tmp")
-        tmp.write_text(json.dumps(results, indent=1) + "\n")
-        tmp.replace(OUT)
+        atomic_write(OUT, (json.dumps(results, indent=1) + "\n").encode())
         r = results["runs"][name]
         print(f"{name}: escape step {r['escape_step']} ({r['escape_seconds']} s), final held-out [MASK] "
               f"{100 * r['final_valid']['mlm']['mask']['accuracy']:.1f}% vs train "

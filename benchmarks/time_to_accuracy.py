@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 import minialbert as ma
+from minialbert.download import atomic_write
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.optim import make_optimizer, warmup_linear_decay
 from minialbert.pretraining_data import course_pretraining_data
@@ -181,15 +182,14 @@ def main() -> None:
                    f"{100 * target['accuracy']:.1f}% vs unigram {100 * unigram['accuracy']:.1f}%); "
                    f"minialbert reached {100 * ours_curve[-1]['mask']['accuracy']:.1f}% in the same time")
     print(verdict)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({
+    atomic_write(OUT, (json.dumps({
         "description": __doc__.split("\n")[0], "scale": scale.name, "preset": scale.albert_preset,
         "budget_seconds": budget, "threads": a.threads, "machine": platform.processor() or platform.machine(),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "date": time.strftime("%Y-%m-%d"), "ours": {"args": vars(ours_args), "curve": ours_curve},
         "transformers": {"best_lr": best_lr, "steps": hf_steps, "curve": hf_curve,
                          "sweep": {str(lr): c for lr, c in sweep.items()}},
-        "unigram_mask": unigram, "ratio": ratio, "verdict": verdict}, indent=1) + "\n")
+        "unigram_mask": unigram, "ratio": ratio, "verdict": verdict}, indent=1) + "\n").encode())
 
 
 if __name__ == "__main__":
