@@ -61,6 +61,17 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("lesson-albert-sop", "sop", "lesson 05's own short run of albert-sop's recipe, with two layers "
                                       "(fewer layers leave the plateau in fewer steps)",
           changes=(("num_layers", 2),), budget="lesson"),
+    # The paper's Table 4 (what to share) and Table 3 (embedding size E under all-sharing), at course
+    # width: albert-sop is the all-shared E = 32 point and bert-sop the not-shared E = H point.
+    Entry("albert-share-attention", "sop", "albert-sop sharing only the attention sublayer across layers "
+                                           "(each layer its own FFN)", changes=(("sharing", "attention"),)),
+    Entry("albert-share-ffn", "sop", "albert-sop sharing only the FFN sublayer across layers (each layer its "
+                                     "own attention)", changes=(("sharing", "ffn"),)),
+    Entry("albert-share-none", "sop", "albert-sop with nothing shared (keeps the factorized E = 32 embedding)",
+          changes=(("sharing", "none"),)),
+    Entry("albert-e16", "sop", "albert-sop with a narrower embedding, E = 16", changes=(("embedding_size", 16),)),
+    Entry("albert-e64", "sop", "albert-sop with E = H = 64 (still projected E -> H, as transformers does)",
+          changes=(("embedding_size", 64),)),
 )}
 
 
@@ -79,7 +90,8 @@ def entry_args(e: Entry, scale: Scale) -> TrainArgs:
     steps = scale.zoo_steps if e.budget == "zoo" else scale.pretrain_steps
     eval_every = max(1, steps // scale.zoo_evals)
     return TrainArgs.from_scale(scale, objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,
-                                checkpoint_every=eval_every)
+                                checkpoint_every=eval_every, keep_last=scale.zoo_evals + 1)  # every evaluation's
+                                                                    # checkpoint: the lessons study training
 
 
 def entry_dir(e: Entry, scale: Scale) -> Path:
