@@ -279,7 +279,7 @@ def cmd_zoo(args: argparse.Namespace) -> None:
     if args.list:
         for r in zoo.status(scale, args.only):
             left = "?" if r["minutes_left"] is None else f"{r['minutes_left']:.1f}"
-            print(f"{r['name']:20s} {r['state']:8s} {r['steps_done']:>6d}/{r['steps']:<6d} "
+            print(f"{r['name']:22s} {r['state']:8s} {r['steps_done']:>6d}/{r['steps']:<6d} "
                   f"~{left:>5s} min left  {r['about']}")
         return
     rows = zoo.build(args.only, scale)

@@ -178,6 +178,19 @@ def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "
         sequences=n, tokens=tokens, standardize=standardize)
 
 
+def total_variation_by_fold(model: nn.Module, batches: Sequence[dict], folds: int = 5, tokens: str = "all",
+                            standardize: bool = False) -> dict[str, list[float]]:
+    """The total variation of the L2 and angle curves on `folds` disjoint parts of the batches (every
+    folds-th batch): a difference between two models means something only if it is larger than the
+    spread between parts of the same data. Returns {"l2": [tv per fold], "angle": [...]}.
+    """
+    if len(batches) < folds:
+        raise ValueError(f"{len(batches)} batches cannot make {folds} folds: use smaller batches or more "
+                         "sequences")
+    parts = [layer_transitions(model, batches[i::folds], tokens, standardize) for i in range(folds)]
+    return {key: [total_variation(getattr(p, key)) for p in parts] for key in ("l2", "angle")}
+
+
 def heldout_batches(dataset, sequences: int | None = None, batch_size: int = 32, seed: int = 0,
                     source: Tokenizer | None = None, target: Tokenizer | None = None,
                     max_len: int = 512) -> list[dict]:

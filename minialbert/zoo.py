@@ -33,7 +33,15 @@ from .evaluation import MLMBaselines, evaluate_pretraining
 from .model import AlbertForPretraining
 from .pretraining_data import course_pretraining_data
 from .scale import Scale, current_scale
-from .train import TrainArgs, find_checkpoint, load_checkpoint, pretrain, read_metrics, verify_checkpoint
+from .train import (
+    STEP_DIR,
+    TrainArgs,
+    find_checkpoint,
+    load_checkpoint,
+    pretrain,
+    read_metrics,
+    verify_checkpoint,
+)
 
 RECIPE_VERSION = 2        # bump when a code change alters what the same settings train to
 # Arguments that only change how often a run reports or saves, not the weights it ends with.
@@ -67,9 +75,10 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
                                            "(each layer its own FFN)", changes=(("sharing", "attention"),)),
     Entry("albert-share-ffn", "sop", "albert-sop sharing only the FFN sublayer across layers (each layer its "
                                      "own attention)", changes=(("sharing", "ffn"),)),
-    Entry("albert-share-none", "sop", "albert-sop with nothing shared (keeps the factorized E = 32 embedding)",
-          changes=(("sharing", "none"),)),
-    Entry("albert-e16", "sop", "albert-sop with a narrower embedding, E = 16", changes=(("embedding_size", 16),)),
+    Entry("albert-share-none", "sop", "albert-sop with nothing shared (keeps the factorized E = 32 "
+                                      "embedding)", changes=(("sharing", "none"),)),
+    Entry("albert-e16", "sop", "albert-sop with a narrower embedding, E = 16",
+          changes=(("embedding_size", 16),)),
     Entry("albert-e64", "sop", "albert-sop with E = H = 64 (still projected E -> H, as transformers does)",
           changes=(("embedding_size", 64),)),
 )}
@@ -89,9 +98,9 @@ def entry_config(e: Entry, scale: Scale) -> AlbertConfig:
 def entry_args(e: Entry, scale: Scale) -> TrainArgs:
     steps = scale.zoo_steps if e.budget == "zoo" else scale.pretrain_steps
     eval_every = max(1, steps // scale.zoo_evals)
+    # Every evaluation's checkpoint is kept: the lessons study how a model changes along training.
     return TrainArgs.from_scale(scale, objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,
-                                checkpoint_every=eval_every, keep_last=scale.zoo_evals + 1)  # every evaluation's
-                                                                    # checkpoint: the lessons study training
+                                checkpoint_every=eval_every, keep_last=scale.zoo_evals + 1)
 
 
 def entry_dir(e: Entry, scale: Scale) -> Path:
@@ -184,6 +193,13 @@ def evaluation(name: str, scale: Scale | str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+def checkpoints(name: str, scale: Scale | str | None = None) -> dict[int, Path]:
+    """step -> checkpoint directory of every checkpoint the entry has kept (one per evaluation), in order."""
+    root = entry_dir(entry(name), current_scale(scale)) / "checkpoints"
+    found = {int(p.name.removeprefix("step-")): p for p in root.glob("step-*") if STEP_DIR.fullmatch(p.name)}
+    return dict(sorted(found.items()))
+
+
 def metrics(name: str, scale: Scale | str | None = None) -> list[dict]:
     """The entry's metrics.jsonl records (train steps and held-out evaluations)."""
     return read_metrics(entry_dir(entry(name), current_scale(scale)))
@@ -226,15 +242,15 @@ def format_summary(rows: list[dict]) -> str:
     """The summary as a table for a terminal."""
     def pct(p):
         return f"{100 * p['accuracy']:.1f}% [{100 * p['ci95'][0]:.1f}, {100 * p['ci95'][1]:.1f}]"
-    lines = [f"{'entry':20s} {'minutes':>7s} {'[MASK] acc':>20s} {'neighbour':>8s} {'all predicted':>20s} "
+    lines = [f"{'entry':22s} {'minutes':>7s} {'[MASK] acc':>20s} {'neighbour':>8s} {'all predicted':>20s} "
              f"{'sentence task (pred. class 1)':>32s}"]
     for r in rows:
         if r["state"] != "built":
-            lines.append(f"{r['name']:20s} {r['state']}")
+            lines.append(f"{r['name']:22s} {r['state']}")
             continue
         s = r["sentence"]
         sent = f"{s['task']} {pct(s)} ({100 * s['predicted_shares'][1]:.0f}%)" if s else "-"
-        lines.append(f"{r['name']:20s} {r['minutes']:7.1f} {pct(r['mask_accuracy']):>20s} "
+        lines.append(f"{r['name']:22s} {r['minutes']:7.1f} {pct(r['mask_accuracy']):>20s} "
                      f"{100 * r['neighbour_mask']['accuracy']:7.1f}% {pct(r['all_accuracy']):>20s} "
                      f"{sent:>32s}")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from torch import nn
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
 from minialbert.__main__ import main
-from minialbert.analysis import heldout_batches, layer_transitions, total_variation
+from minialbert.analysis import heldout_batches, layer_transitions, total_variation, total_variation_by_fold
 
 V, N = 97, 9
 ALBERT_SMALL = dict(vocab_size=V, embedding_size=16, hidden_size=32, num_hidden_layers=3,
@@ -187,6 +187,18 @@ def test_standardize_is_invariant_to_rescaling_dimensions():
 def test_total_variation():
     assert total_variation([1.0, 3.0, 2.0, 2.0]) == 3.0
     assert total_variation([5.0]) == 0.0
+
+
+def test_total_variation_by_fold_is_the_total_variation_of_each_part():
+    model, batches = _ours(), _batches()
+    folds = total_variation_by_fold(model, batches, folds=2)
+    for i in range(2):
+        part = layer_transitions(model, batches[i::2])
+        assert folds["l2"][i] == pytest.approx(total_variation(part.l2))
+        assert folds["angle"][i] == pytest.approx(total_variation(part.angle))
+    assert folds["l2"][0] != folds["l2"][1]                   # different data, different values
+    with pytest.raises(ValueError, match=f"{len(batches)} batches cannot make 99 folds"):
+        total_variation_by_fold(model, batches, folds=99)
 
 
 def test_clear_errors():

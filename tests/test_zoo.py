@@ -32,6 +32,12 @@ def test_entries_share_one_recipe_and_differ_only_in_their_name():
     assert a_sop.steps == SCALE.zoo_steps
     assert zoo.entry_config(bert, SCALE).sharing == "none" and zoo.entry_config(sop, SCALE).sharing == "all"
     assert zoo.entry_args(zoo.entry("lesson-albert-sop"), SCALE).steps == SCALE.pretrain_steps
+    variants = {n: zoo.entry_config(zoo.entry(n), SCALE) for n in
+                ("albert-share-attention", "albert-share-ffn", "albert-share-none", "albert-e16", "albert-e64")}
+    assert [variants[n].sharing for n in ("albert-share-attention", "albert-share-ffn", "albert-share-none")] == [
+        "attention", "ffn", "none"]
+    assert (variants["albert-e16"].embedding_size, variants["albert-e64"].embedding_size) == (16, 64)
+    assert all(zoo.entry_args(zoo.entry(n), SCALE) == a_sop for n in variants)   # one recipe for all
     with pytest.raises(ValueError, match="unknown zoo entry 'albert-xyz'"):
         zoo.entry("albert-xyz")
 
@@ -49,6 +55,8 @@ def test_build_caches_evaluates_and_reuses(capsys):
     assert "training" not in capsys.readouterr().out and not first.training
     assert zoo.status(SCALE, ["albert-sop", "albert-nsp"])[1]["state"] == "missing"
     assert "albert-sop" in zoo.format_summary(rows)
+    kept = zoo.checkpoints("albert-sop", SCALE)                      # every evaluation's checkpoint
+    assert list(kept) == [2, 4] and kept[4] == find_checkpoint(run_dir)
 
 
 def test_a_killed_build_resumes_and_ends_where_a_straight_one_does():
