@@ -275,7 +275,7 @@ def _is_cjk(char: str) -> bool:
 def basic_words(text: str, lowercase: bool = True) -> list[str]:
     """BERT's "basic tokenization": text -> words, before WordPiece splits them.
 
-    "Héllo,  WORLD!\x00 中文" -> ["hello", ",", "world", "!", "中", "文"] (lowercase=True).
+    "Héllo,  WORLD! 中文" -> ["hello", ",", "world", "!", "中", "文"] (lowercase=True).
     """
     text = "".join(" " if _is_whitespace(c) else c for c in text
                    if not (c == "\ufffd" or _is_control(c)))           # drop control chars and U+FFFD
@@ -302,6 +302,8 @@ class WordPieceTokenizer:
 
     Same interface as Tokenizer where the analysis needs it: encode, pieces, decode, vocab_size and
     encode_pair. Special tokens are never produced from text ("[MASK]" in text is "[", "mask", "]").
+    Gives transformers' BertTokenizer ids, except on characters newer than Python's Unicode tables and on
+    a word-final "Σ" (str.lower makes it "ς", as BERT's own Python code does; transformers makes it "σ").
     """
 
     def __init__(self, tokens: list[str], lowercase: bool = True):
