@@ -186,9 +186,10 @@ def build_parser() -> Parser:
     sm.add_argument("--checkpoint", action="append", default=[], type=Path,
                     help="a run directory or one of its step-* directories (repeatable)")
     sm.add_argument("--official", metavar="NAMES",
-                    help="comma-separated official checkpoints (e.g. albert-large-v2) or local HF "
-                         "directories, loaded with minialbert.hf.load_pretrained; the held-out text is "
-                         "re-tokenized with each one's own spiece.model")
+                    help="comma-separated official checkpoints (e.g. albert-large-v2,bert-large-uncased) or "
+                         "local HF directories, loaded with minialbert.hf.load_pretrained; the held-out text "
+                         "is re-tokenized with each one's own tokenizer (ALBERT's spiece.model, BERT's "
+                         "vocab.txt)")
     sm.add_argument("--tokens", choices=["all", "cls"], default="all",
                     help="average over all non-padding tokens or [CLS] only (default: all)")
     sm.add_argument("--sequences", type=positive_int, default=256,
@@ -370,7 +371,7 @@ def cmd_smoothness(args: argparse.Namespace) -> None:
     from .download import DownloadError
     from .plots import figure_dir, plot_layer_transitions, save_figure
     from .pretraining_data import course_pretraining_data
-    from .tokenizer import Tokenizer, course_tokenizer
+    from .tokenizer import course_tokenizer
     from .train import load_checkpoint
 
     officials = [name.strip() for name in (args.official or "").split(",") if name.strip()]
@@ -395,15 +396,18 @@ def cmd_smoothness(args: argparse.Namespace) -> None:
         models[name], sources[name] = (model, ours), {"checkpoint": str(path)}
     for official in officials:
         try:
-            model, spiece = hf.load_pretrained(official)
+            model, tokenizer_file = hf.load_pretrained(official)
         except DownloadError as e:             # no network is an expected failure, not a bug
             raise ConnectionError(f"--official {official}: {e}") from None
-        if spiece is None:
-            raise ValueError(f"--official {official} has no spiece.model: the held-out text is re-tokenized "
-                             "with the checkpoint's own SentencePiece model (WordPiece BERT tokenizers "
-                             "are not supported yet)")
+        if tokenizer_file is None:
+            raise ValueError(f"--official {official} has no spiece.model or vocab.txt: the held-out text is "
+                             "re-tokenized with the checkpoint's own tokenizer")
+        target = hf.load_tokenizer(tokenizer_file)
+        if target.vocab_size > model.config.vocab_size:
+            raise ValueError(f"--official {official}: {tokenizer_file.name} has {target.vocab_size} tokens "
+                             f"but the model's vocabulary has {model.config.vocab_size}")
         batches = heldout_batches(dataset, args.sequences, args.batch_size, source=tokenizer,
-                                  target=Tokenizer.load(spiece), max_len=model.config.max_position_embeddings)
+                                  target=target, max_len=model.config.max_position_embeddings)
         name = _label(Path(official), models)
         models[name], sources[name] = (model.to(device), batches), {"official": official}
     results = {}

@@ -19,6 +19,7 @@ from safetensors.torch import load_file
 from . import download as dl
 from .config import AlbertConfig
 from .model import AlbertForPretraining
+from .tokenizer import Tokenizer, WordPieceTokenizer
 
 HUB_URL = "https://huggingface.co"   # files come from {HUB_URL}/{repo}/resolve/{revision}/{file}
 
@@ -34,6 +35,7 @@ OFFICIAL: dict[str, tuple[str, str]] = {
     "albert-xlarge-v2": ("albert/albert-xlarge-v2", "main"),
     "albert-xxlarge-v2": ("albert/albert-xxlarge-v2", "main"),
     "bert-base-uncased": ("google-bert/bert-base-uncased", "86b5e0934494bd15c9632b12f734a8a67f723594"),
+    "bert-large-uncased": ("google-bert/bert-large-uncased", "main"),
 }
 
 # HF config defaults (used when config.json leaves a field out, as transformers does).
@@ -55,6 +57,7 @@ _IGNORED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")   # 
 _HEAD_PREFIX = {"albert": {"mlm": "predictions.", "sentence": "sop_classifier."},
                 "bert": {"mlm": "cls.predictions.", "sentence": "cls.seq_relationship."}}
 _FAMILY_NAME = {"albert": "HF ALBERT", "bert": "HF BERT"}
+TOKENIZER_FILES = ("spiece.model", "vocab.txt")   # ALBERT's SentencePiece model, BERT's WordPiece vocabulary
 
 
 # ---------------------------------------------------------------------------------- names
@@ -367,12 +370,12 @@ def _load_dir(directory: Path) -> tuple[AlbertForPretraining, Path | None]:
     else:
         raise FileNotFoundError(f"no weights in {directory}: expected model.safetensors or pytorch_model.bin "
                                 "(sharded checkpoints are not supported)")
-    spiece = directory / "spiece.model"
     try:
         model = from_hf(state_dict, config_dict)
     except ValueError as e:
         raise ValueError(f"{directory}: {e}") from None
-    return model, (spiece if spiece.is_file() else None)
+    tokenizer = next((directory / f for f in TOKENIZER_FILES if (directory / f).is_file()), None)
+    return model, tokenizer
 
 
 def _is_404(error: dl.DownloadError) -> bool:
@@ -397,8 +400,9 @@ def _fetch(name: str, revision: str | None, cache_dir: str | Path | None) -> Pat
             if not _is_404(e):
                 raise
             get("pytorch_model.bin")                 # older repos only have the pickle-free-loadable .bin
-    if repo.startswith("albert/") and not (directory / "spiece.model").is_file():
-        get("spiece.model")
+    tokenizer = "spiece.model" if repo.startswith("albert/") else "vocab.txt"   # google-bert/: WordPiece
+    if not (directory / tokenizer).is_file():
+        get(tokenizer)
     return directory
 
 
@@ -406,7 +410,8 @@ def load_pretrained(name_or_dir: str | Path, revision: str | None = None,
                     cache_dir: str | Path | None = None) -> tuple[AlbertForPretraining, Path | None]:
     """An official checkpoint by name (downloaded once, pinned revision) or a local HF directory.
 
-    Returns (model in eval mode, path of the SentencePiece model or None if the checkpoint has none).
+    Returns (model in eval mode, path of its tokenizer file or None if the checkpoint has none): the
+    tokenizer file is spiece.model (ALBERT) if present, else vocab.txt (BERT); read it with load_tokenizer.
     A local directory (config.json + model.safetensors or pytorch_model.bin) loads offline.
     """
     path = Path(name_or_dir)
@@ -417,3 +422,15 @@ def load_pretrained(name_or_dir: str | Path, revision: str | None = None,
                          f"choose one of {', '.join(OFFICIAL)} or pass a directory holding config.json and "
                          "model.safetensors")
     return _load_dir(_fetch(str(name_or_dir), revision, cache_dir))
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer | WordPieceTokenizer:
+    """The tokenizer in a checkpoint's tokenizer file: SentencePiece for a .model file (ALBERT's
+    spiece.model), uncased WordPiece for a vocab.txt (BERT's)."""
+    path = Path(path)
+    if path.suffix == ".model":
+        return Tokenizer.load(path)
+    if path.name == "vocab.txt":
+        return WordPieceTokenizer.load(path, lowercase=True)
+    raise ValueError(f"{path} is not a tokenizer file minialbert reads; expected a SentencePiece .model "
+                     "(ALBERT's spiece.model) or a WordPiece vocab.txt (BERT's)")

@@ -141,3 +141,32 @@ def test_torchrun_two_processes_match_one(env, tmp_path):
     a, b = final_weights(tmp_path / "one"), final_weights(tmp_path / "two")
     for k in a:
         torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=1e-5)
+
+
+def test_smoothness_on_a_bert_checkpoint_with_a_wordpiece_vocab(env, tmp_path):
+    """`smoothness --official DIR` on a tiny random HF BERT directory: the course text is re-tokenized with
+    its vocab.txt (WordPiece), and the JSON has one row per layer."""
+    transformers = pytest.importorskip("transformers")
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(d) for d in range(10)]
+    vocab = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "module", "python", "function"]
+             + letters + ["##" + c for c in letters] + list(".,:;()[]'\"_=-"))
+    official = tmp_path / "tiny-bert"
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=3,
+                                     num_attention_heads=4, intermediate_size=37, max_position_embeddings=64)
+    transformers.BertForPreTraining(config).save_pretrained(official)
+    (official / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    out = tmp_path / "figs"
+    argv = ["smoothness", "--official", str(official), "--sequences", "6", "--batch-size", "3",
+            "--out", str(out), "--quiet"]
+    res = run(argv, env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    numbers = json.loads((out / "layer_transitions.json").read_text())
+    assert numbers["checkpoints"] == {"tiny-bert": {"official": str(official)}}
+    result = numbers["results"]["tiny-bert"]
+    assert result["layers"] == [1, 2, 3] and result["sequences"] == 6 and len(result["l2"]) == 3
+
+    (official / "vocab.txt").unlink()                      # no tokenizer file: one line naming both kinds
+    res = run(argv, env, timeout=300)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert f"--official {official} has no spiece.model or vocab.txt" in res.stderr

@@ -294,10 +294,29 @@ def test_load_pretrained_from_local_directory(tmp_path):
     with torch.no_grad():
         assert_close(model(ids, types, mask).mlm_logits, expected, **EXACT)
 
+    (tmp_path / "bin" / "vocab.txt").write_text("a BERT vocabulary\n")         # spiece.model wins over it
+    assert hf.load_pretrained(tmp_path / "bin")[1] == tmp_path / "bin" / "vocab.txt"
+    (tmp_path / "bin" / "spiece.model").write_bytes(b"sentencepiece bytes")
+    assert hf.load_pretrained(tmp_path / "bin")[1] == tmp_path / "bin" / "spiece.model"
+
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "config.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match="expected model.safetensors or pytorch_model.bin"):
         hf.load_pretrained(tmp_path / "empty")
+
+
+def test_load_tokenizer_reads_both_kinds(tmp_path):
+    from minialbert.tokenizer import Tokenizer, WordPieceTokenizer
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"]) + "\n")
+    wordpiece = hf.load_tokenizer(vocab)
+    assert isinstance(wordpiece, WordPieceTokenizer) and wordpiece.encode("Hello") == [5]
+    spiece = tmp_path / "spiece.model"
+    Tokenizer.train([f"the json module returns {i} values" for i in range(200)], vocab_size=90, path=spiece)
+    assert isinstance(hf.load_tokenizer(spiece), Tokenizer)
+    with pytest.raises(ValueError, match="tokenizer.json is not a tokenizer file minialbert reads"):
+        hf.load_tokenizer(tmp_path / "tokenizer.json")
 
 
 def test_load_pretrained_unknown_name():
@@ -353,10 +372,13 @@ def test_load_pretrained_falls_back_to_pytorch_model_bin(hub, tmp_path):
     ref = _hf(transformers.BertForPreTraining, transformers.BertConfig, **BERT_SMALL)
     torch.save(_old_names(ref.state_dict()), served / "pytorch_model.bin")
     (served / "config.json").write_text(ref.config.to_json_string())
-    model, spiece = hf.load_pretrained("bert-base-uncased", cache_dir=tmp_path / "elsewhere")
-    assert spiece is None and model.sentence_task == "nsp"
-    assert (tmp_path / "elsewhere" / repo.replace("/", "--") / revision / "pytorch_model.bin").is_file()
-    assert not (tmp_path / "elsewhere" / repo.replace("/", "--") / revision / "model.safetensors").exists()
+    (served / "vocab.txt").write_text("a BERT vocabulary\n")
+    model, vocab = hf.load_pretrained("bert-base-uncased", cache_dir=tmp_path / "elsewhere")
+    cached = tmp_path / "elsewhere" / repo.replace("/", "--") / revision
+    assert model.sentence_task == "nsp"
+    assert vocab == cached / "vocab.txt" and vocab.read_text() == "a BERT vocabulary\n"   # BERT: vocab.txt
+    assert (cached / "pytorch_model.bin").is_file() and not (cached / "model.safetensors").exists()
+    assert not (cached / "spiece.model").exists()
 
 
 @pytest.mark.skipif(os.environ.get("MINIALBERT_NETWORK") != "1", reason="downloads albert-base-v2; set "

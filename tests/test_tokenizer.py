@@ -1,5 +1,6 @@
 """The SentencePiece tokenizer: ALBERT's special ids and normalisation, round trips, pair layout,
-deterministic training, the cached course tokenizer and clear errors for bad model files."""
+deterministic training, the cached course tokenizer and clear errors for bad model files. The WordPiece
+tokenizer: the same ids and pairs as transformers' BertTokenizer, and clear errors for bad vocab.txt files."""
 
 import io
 import os
@@ -22,6 +23,7 @@ from minialbert.tokenizer import (
     SEP_ID,
     UNK_ID,
     Tokenizer,
+    WordPieceTokenizer,
     course_tokenizer,
     normalize,
 )
@@ -173,3 +175,96 @@ def test_course_tokenizer_is_cached(monkeypatch, tmp_path):
     assert list((tmp_path / "tokenizers").glob("*.model")) == models
     docs = pydocs_documents("train", max_documents=scale.max_documents)
     assert tok.encode(docs[0].sentences[0])                                         # it tokenizes the corpus
+
+
+# ---------------------------------------------------------------------------------- WordPiece
+# A small BERT-style vocabulary: specials first (ids 0..4 in a different order from BERT's, to check
+# they are read from the file), a few words, pieces, punctuation and two CJK ideographs.
+WORDPIECE_VOCAB = ["[UNK]", "[PAD]", "[SEP]", "[CLS]", "[MASK]", "[unused0]", "the", "hello", "world", "cafe",
+                   "naive", "un", "##aff", "##able", "run", "##ning", "python", "##s", "don", "t", "'", ",",
+                   ".", "!", "?", "$", "(", ")", "5", "##0", "中", "文", "a", "b", "c", "##a", "##b", "##c"]
+TRICKY_TEXTS = [
+    "Héllo, WÖRLD!", "Café NAÏVE", "cafe\u0301 e\u0301",                 # accents, composed or combining
+    "unaffable Unaffable UNAFFABLE", "Running pythons", "don't ($5.00)?!",  # pieces, punctuation
+    "xyz hellox the", "unaff", "¿¡hello!? «world» — 'the'",                   # unknown words, Unicode P*
+    "a" * 100, "a" * 101, "ab" * 60,                                          # the 100-character limit
+    "中文abc中文", "hello中world", "日本",                                    # CJK ideographs
+    "  hello \t\n world \u3000 the\u00a0cafe ", "hello\u2028world", "", "   ",   # whitespace
+    "hel\x00lo\x07 wor\u200bld\ufffd the\x85", "ﬁ ① Ⅷ", "$^`~{|}@#%&*+-/:;<=>[\\]_",   # control, symbols
+]
+
+
+@pytest.fixture
+def vocab_txt(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(WORDPIECE_VOCAB) + "\n", encoding="utf-8")
+    return path
+
+
+def test_wordpiece_special_ids_come_from_the_file(vocab_txt):
+    wp = WordPieceTokenizer.load(vocab_txt)
+    assert (wp.unk_id, wp.pad_id, wp.sep_id, wp.cls_id, wp.mask_id) == (0, 1, 2, 3, 4)
+    assert wp.vocab_size == len(wp) == len(WORDPIECE_VOCAB) and wp.special_ids == {0, 1, 2, 3, 4}
+    assert set(wp.encode("[CLS] [SEP] [MASK] [PAD] [UNK]")) == {wp.unk_id}     # never made from text
+
+
+def test_wordpiece_pieces_and_decode(vocab_txt):
+    wp = WordPieceTokenizer.load(vocab_txt)
+    assert wp.pieces("Unaffable, RUNNING!") == ["un", "##aff", "##able", ",", "run", "##ning", "!"]
+    assert wp.pieces("Héllo 中文x") == ["hello", "中", "文", "[UNK]"]
+    assert wp.pieces("a" * 100) == ["a"] + ["##a"] * 99 and wp.pieces("a" * 101) == ["[UNK]"]
+    ids = wp.encode("unaffable hello")
+    assert wp.decode(ids) == "unaffable hello"
+    assert wp.decode([wp.cls_id, *ids, wp.sep_id, wp.pad_id]) == "[CLS] unaffable hello [SEP] [PAD]"
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        wp.decode([len(WORDPIECE_VOCAB)])
+    assert WordPieceTokenizer.load(vocab_txt, lowercase=False).pieces("Hello hello") == ["[UNK]", "hello"]
+
+
+def test_wordpiece_ids_match_transformers(vocab_txt):
+    transformers = pytest.importorskip("transformers")
+    ours = WordPieceTokenizer.load(vocab_txt)
+    ref = transformers.BertTokenizer(str(vocab_txt), do_lower_case=True)
+    for text in TRICKY_TEXTS:
+        assert ours.encode(text) == ref.convert_tokens_to_ids(ref.tokenize(text)), repr(text)
+
+
+def test_wordpiece_encode_pair_matches_transformers(vocab_txt):
+    transformers = pytest.importorskip("transformers")
+    ours = WordPieceTokenizer.load(vocab_txt)
+    ref = transformers.BertTokenizer(str(vocab_txt), do_lower_case=True)
+    for a, b in [("Héllo, WÖRLD!", "unaffable cafe"), ("中文abc", "don't"), ("xyz", "the the the")]:
+        expected = ref(a, b)
+        assert ours.encode_pair(a, b) == (expected["input_ids"], expected["token_type_ids"])
+        expected = ref(a)
+        assert ours.encode_pair(a) == (expected["input_ids"], expected["token_type_ids"])
+    for n_a in range(1, 7):
+        for n_b in range(1, 7):
+            a, b = " ".join(["hello"] * n_a), " ".join(["world"] * n_b)
+            for max_len in range(5, 16):
+                ids, types = ours.encode_pair(a, b, max_len=max_len)
+                room = max_len - 3                          # ids left for the two segments
+                if n_a > n_b and 2 * n_b > room and room % 2:
+                    # Both segments are cut to a tie and one more id must go: we cut A, BERT cuts B.
+                    assert (types.count(0) - 2, types.count(1) - 1) == (room // 2, room - room // 2)
+                    continue
+                want = ref(a, b, truncation=True, max_length=max_len)
+                assert (ids, types) == (want["input_ids"], want["token_type_ids"]), (n_a, n_b, max_len)
+            expected = ref(a, truncation=True, max_length=n_b + 2)
+            assert ours.encode_pair(a, max_len=n_b + 2) == (expected["input_ids"], expected["token_type_ids"])
+    with pytest.raises(ValueError, match="max_len 4"):
+        ours.encode_pair("a", "b", max_len=4)
+
+
+def test_wordpiece_bad_vocab_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no WordPiece vocabulary at .*missing.txt"):
+        WordPieceTokenizer.load(tmp_path / "missing.txt")
+    no_mask = tmp_path / "no_mask.txt"
+    no_mask.write_text("\n".join(t for t in WORDPIECE_VOCAB if t != "[MASK]"))
+    with pytest.raises(ValueError, match=r"no_mask.txt: .*lacks the special tokens \[MASK\]") as e:
+        WordPieceTokenizer.load(no_mask)
+    assert "\n" not in str(e.value)
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"\xff\xfe\x00 not text")
+    with pytest.raises(ValueError, match="binary.txt: not a WordPiece vocabulary"):
+        WordPieceTokenizer.load(binary)
