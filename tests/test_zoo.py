@@ -32,10 +32,9 @@ def test_entries_share_one_recipe_and_differ_only_in_their_name():
     assert a_sop.steps == SCALE.zoo_steps
     assert zoo.entry_config(bert, SCALE).sharing == "none" and zoo.entry_config(sop, SCALE).sharing == "all"
     assert zoo.entry_args(zoo.entry("lesson-albert-sop"), SCALE).steps == SCALE.pretrain_steps
-    variants = {n: zoo.entry_config(zoo.entry(n), SCALE) for n in
-                ("albert-share-attention", "albert-share-ffn", "albert-share-none", "albert-e16", "albert-e64")}
-    assert [variants[n].sharing for n in ("albert-share-attention", "albert-share-ffn", "albert-share-none")] == [
-        "attention", "ffn", "none"]
+    sharing = ("albert-share-attention", "albert-share-ffn", "albert-share-none")
+    variants = {n: zoo.entry_config(zoo.entry(n), SCALE) for n in (*sharing, "albert-e16", "albert-e64")}
+    assert [variants[n].sharing for n in sharing] == ["attention", "ffn", "none"]
     assert (variants["albert-e16"].embedding_size, variants["albert-e64"].embedding_size) == (16, 64)
     assert all(zoo.entry_args(zoo.entry(n), SCALE) == a_sop for n in variants)   # one recipe for all
     with pytest.raises(ValueError, match="unknown zoo entry 'albert-xyz'"):
