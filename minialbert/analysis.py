@@ -13,8 +13,10 @@ averaged. Our definition, stated once and stored with every figure (DEFINITION):
     approximation: mean +- 1.96 standard errors; sequences, not tokens, are the independent units).
 
 standardize=True first divides every hidden dimension of every h_l by its standard deviation over
-the chosen tokens of the same data (one std per layer and dimension, from a first pass), so a few
-"rogue" dimensions with huge variance cannot dominate the distance and the angle.
+all non-padding tokens of the same data (one std per layer and dimension, from a first pass), so a
+few "rogue" dimensions with huge variance cannot dominate the distance and the angle. All tokens
+also for tokens="cls": h_0 of [CLS] is the same vector in every sequence (same token, position and
+segment), so its std over [CLS] alone is 0 and dividing by it would blow up layer 1.
 
 Everything streams: per layer we keep sums and sums of squares, never a list of hidden states, so
 memory does not grow with the number of sequences.
@@ -43,7 +45,7 @@ DEFINITION = (
     "tokens of arccos(cos(h_l, h_(l-1))) in degrees. Chosen tokens: all non-padding tokens ('all') or "
     "[CLS] only ('cls'). Reported: mean over sequences, 95% interval = mean +- 1.96 standard errors over "
     "sequences (normal approximation). standardize: each hidden dimension of each h_l divided by its "
-    "standard deviation over the chosen tokens of the same data (no centring).")
+    "standard deviation over all non-padding tokens of the same data, also for 'cls' (no centring).")
 
 
 @dataclass
@@ -101,12 +103,12 @@ def _angle_degrees(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.rad2deg(2 * torch.atan2((u - v).norm(dim=-1), (u + v).norm(dim=-1)))
 
 
-def _dimension_std(encoder, batches, tokens, device, progress) -> list[torch.Tensor]:
-    """First pass for standardize: per layer, the std of every hidden dimension over chosen tokens."""
+def _dimension_std(encoder, batches, device, progress) -> list[torch.Tensor]:
+    """First pass for standardize: per layer, the std of every hidden dimension over all real tokens."""
     count, sums, squares = 0.0, None, None
     for batch in tqdm(batches, disable=not progress, desc="std pass"):
         states, mask = _hidden_states(encoder, batch, device)
-        w = _chosen(mask, tokens)[..., None]                                 # (B, N, 1)
+        w = _chosen(mask, "all")[..., None]                                  # (B, N, 1)
         if sums is None:
             sums = [torch.zeros(h.shape[-1], dtype=torch.float64, device=device) for h in states]
             squares = [torch.zeros_like(s) for s in sums]
@@ -141,7 +143,7 @@ def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "
     was_training = encoder.training
     encoder.eval()
     try:
-        std = _dimension_std(encoder, batches, tokens, device, progress) if standardize else None
+        std = _dimension_std(encoder, batches, device, progress) if standardize else None
         # Per layer, sums over sequences of the per-sequence mean and of its square (float64).
         n = 0
         sums = squares = None

@@ -23,6 +23,8 @@ FIGURE_LESSONS = {
     "03_attention_and_sharing.ipynb": ["parameters_vs_depth"],
     "04_pretraining_objectives.ipynb": ["ngram_span_lengths"],
     "05_pretrain_your_albert.ipynb": ["pretraining_curves"],
+    "06_layer_smoothness.ipynb": ["layer_transitions", "layer_transitions_training",
+                                  "layer_transitions_sharing"],
     "10_triton_fused_attention.ipynb": ["attention_roofline"],
 }
 

@@ -184,6 +184,23 @@ def test_standardize_is_invariant_to_rescaling_dimensions():
         assert not torch.allclose(torch.tensor(getattr(plain, key)), torch.tensor(getattr(std, key)))
 
 
+def test_standardize_divides_by_the_std_over_all_tokens_also_for_cls():
+    """[CLS]'s h_0 is the same vector in every sequence: a std over [CLS] alone would be 0. The std
+    comes from all real tokens, so the [CLS] result equals a hand computation with that std."""
+    model, batches = _ours(seed=6), _batches(seed=7)
+    with torch.no_grad():
+        runs = [model.albert(b["input_ids"], b["token_type_ids"], b["attention_mask"],
+                             output_hidden_states=True).hidden_states for b in batches]
+    real = [b["attention_mask"].bool() for b in batches]
+    std = [torch.cat([h[l][m] for h, m in zip(runs, real)]).double().std(dim=0, unbiased=False)
+           for l in range(len(runs[0]))]                                   # per layer: (H,)
+    cls = [torch.cat([h[l][:, 0] for h in runs]).double() / std[l] for l in range(len(std))]   # (S, H)
+    want_l2 = [(b - a).norm(dim=-1).mean().item() for a, b in zip(cls, cls[1:])]
+    got = layer_transitions(model, batches, tokens="cls", standardize=True)
+    torch.testing.assert_close(torch.tensor(got.l2), torch.tensor(want_l2), atol=1e-6, rtol=1e-6)
+    assert torch.cat([h[0][:, 0] for h in runs]).std(dim=0).max() < 1e-5    # why not over [CLS] alone
+
+
 def test_total_variation():
     assert total_variation([1.0, 3.0, 2.0, 2.0]) == 3.0
     assert total_variation([5.0]) == 0.0
