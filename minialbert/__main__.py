@@ -367,7 +367,7 @@ def cmd_smoothness(args: argparse.Namespace) -> None:
     import torch
 
     from . import hf
-    from .analysis import DEFINITION, heldout_batches, interval_note, layer_transitions, total_variation
+    from .analysis import DEFINITION, heldout_batches, interval_note, layer_transitions
     from .download import DownloadError
     from .plots import figure_dir, plot_layer_transitions, save_figure
     from .pretraining_data import course_pretraining_data
@@ -414,7 +414,6 @@ def cmd_smoothness(args: argparse.Namespace) -> None:
     for name, (model, batches) in models.items():
         results[name] = layer_transitions(model, batches, args.tokens, args.standardize,
                                           progress=not args.quiet).to_dict()
-        results[name]["total_variation"] = {k: total_variation(results[name][k]) for k in ("l2", "angle")}
         print(f"{name}: {len(results[name]['layers'])} layers, total variation L2 "
               f"{results[name]['total_variation']['l2']:.3f}, angle "
               f"{results[name]['total_variation']['angle']:.2f} deg", file=sys.stderr)

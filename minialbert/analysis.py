@@ -61,7 +61,9 @@ class LayerTransitions:
     standardize: bool
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields plus each curve's total variation, ready for JSON."""
+        totals = {key: total_variation(getattr(self, key)) for key in ("l2", "angle")}
+        return asdict(self) | {"total_variation": totals}
 
 
 def total_variation(values: Sequence[float]) -> float:
