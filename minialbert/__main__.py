@@ -156,8 +156,8 @@ def build_parser() -> Parser:
     fin.add_argument("--seed", type=int, default=0, help="seed for the sample, the head and the data order")
     fin.add_argument("--out", required=True, type=directory, help="run directory (metrics.jsonl, checkpoint)")
     fin.add_argument("--scale", choices=list(SCALES), help=scale_help)
-    fin.add_argument("--glue-dir", type=Path, help="folder holding GLUE's task folders (e.g. "
-                                                   "SST-2/train.tsv)")
+    fin.add_argument("--glue-dir", type=Path, help="folder holding GLUE's task folders (default: the "
+                                                   "cache's glue/, where `tasks --download` puts them)")
     fin.add_argument("--steps", type=positive_int, help="most optimizer steps (default: 300)")
     fin.add_argument("--batch-size", type=positive_int, help="default: 16")
     fin.add_argument("--lr", type=float, help="peak learning rate (default: 3e-4)")
@@ -170,7 +170,9 @@ def build_parser() -> Parser:
                          description="List the fine-tuning tasks: the offline ones built from the course "
                                      "corpus and the GLUE tasks read from local files.")
     tsk.add_argument("--scale", choices=list(SCALES), help=scale_help)
-    tsk.add_argument("--glue-dir", type=Path, help="also load the GLUE tasks from this folder")
+    tsk.add_argument("--glue-dir", type=Path, help="where the GLUE tasks are (default: the cache's glue/)")
+    tsk.add_argument("--download", metavar="NAMES", help="fetch these GLUE tasks first (comma-separated, "
+                                                         "e.g. sst2,rte; pinned URLs and sha256)")
     tsk.add_argument("--json", action="store_true", help="JSON instead of a table")
 
     cln = sub.add_parser("clean-notebooks", help="strip timestamps, widget state and progress bars",
@@ -336,17 +338,20 @@ def cmd_finetune(args: argparse.Namespace) -> None:
 
 
 def cmd_tasks(args: argparse.Namespace) -> None:
-    from .tasks import GLUE, OFFLINE_TASKS, format_tasks, load_task
+    from .tasks import GLUE, OFFLINE_TASKS, default_glue_dir, download_glue, format_tasks, load_task
 
     scale = current_scale(args.scale)
+    glue_dir = args.glue_dir or default_glue_dir()
+    for name in (args.download.split(",") if args.download else []):
+        download_glue(name.strip(), glue_dir)
     described = [load_task(name, scale.max_documents).describe() for name in OFFLINE_TASKS]
     for name, spec in GLUE.items():
-        if args.glue_dir is not None:
-            described.append(load_task(name, glue_dir=args.glue_dir).describe())
+        if (glue_dir / spec.folder / "dev.tsv").is_file():
+            described.append(load_task(name, glue_dir=glue_dir).describe())
         else:
             described.append({"name": name, "about": spec.about, "labels": list(spec.labels) or "regression",
-                              "metric": spec.metric, "source": f"GLUE {spec.folder}: pass --glue-dir DIR "
-                                                               f"holding {spec.folder}/train.tsv, dev.tsv"})
+                              "metric": spec.metric, "source": f"GLUE {spec.folder}, not downloaded: "
+                                                               f"tasks --download {name}"})
     print(json.dumps(described, indent=2) if args.json else format_tasks(described))
 
 

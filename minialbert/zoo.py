@@ -81,6 +81,10 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
           changes=(("embedding_size", 16),)),
     Entry("albert-e64", "sop", "albert-sop with E = H = 64 (still projected E -> H, as transformers does)",
           changes=(("embedding_size", 64),)),
+    # The NSP vs SOP ablation (the paper's Table 5) needs more than one seed per arm: seed 0 is the
+    # entry above, these differ from it only in the seed (initialisation, data order, masking).
+    *(Entry(f"albert-{objective}-seed{seed}", objective, f"albert-{objective} with seed {seed}", seed=seed)
+      for objective in ("mlm", "nsp", "sop") for seed in (1, 2)),
 )}
 
 

@@ -1,14 +1,20 @@
 """Downstream tasks: the offline tasks are deterministic, balanced as documented and leak no sentence
 from the training documents; GLUE's TSV layouts load from small files written here."""
 
+import hashlib
+import io
 import random
+import zipfile
 from collections import Counter
 
 import pytest
+from test_download import loopback_server
 
 from minialbert import tasks
+from minialbert.__main__ import main
 from minialbert.corpus import pydocs_documents
-from minialbert.tasks import Example, _swap_adjacent_words, load_task
+from minialbert.download import DownloadError
+from minialbert.tasks import Example, PinnedFile, _swap_adjacent_words, download_glue, load_task
 
 MAX_DOCUMENTS = 300          # the ci scale's cap
 
@@ -82,10 +88,11 @@ def test_subset_is_seeded_and_stratified(task):
         task.subset(len(task.train) + 1)
 
 
-def test_unknown_task_and_missing_glue_dir():
+def test_unknown_task_and_missing_glue_dir(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="unknown task 'sst-3'; choose one of word-order, next-sentence"):
         load_task("sst-3")
-    with pytest.raises(ValueError, match="pass the directory that holds SST-2/train.tsv"):
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="run `python -m minialbert tasks --download sst2`"):
         load_task("sst2")
 
 
@@ -126,7 +133,7 @@ def test_glue_layouts(name, tmp_path):
 
 
 def test_glue_errors_name_the_file_and_line(tmp_path):
-    with pytest.raises(FileNotFoundError, match="SST-2/train.tsv does not exist; put GLUE's SST-2 folder"):
+    with pytest.raises(FileNotFoundError, match="SST-2/train.tsv does not exist; run `python -m minialbert"):
         load_task("sst2", glue_dir=tmp_path)
     _write_glue(tmp_path, "sst2", "sentence\tlabel\ngood\t1\nbad\t2\n")
     with pytest.raises(ValueError, match=r"train.tsv, line 3: label '2' is not one of 0, 1"):
@@ -134,3 +141,79 @@ def test_glue_errors_name_the_file_and_line(tmp_path):
     _write_glue(tmp_path, "rte", "idx\ttext\n0\tx\n")
     with pytest.raises(ValueError, match="no column 'sentence1' in the header"):
         load_task("rte", glue_dir=tmp_path)
+
+
+# ---------------------------------------------------------------------------------- GLUE downloads
+def _zip(members: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for name, text in members.items():
+            z.writestr(name, text)
+    return buffer.getvalue()
+
+
+def _pin(server, monkeypatch, name: str, files: dict[str, bytes]) -> None:
+    """Serve `files` from loopback and pin GLUE task `name` to them (URL, size and sha256)."""
+    pinned = tuple(PinnedFile(server.serve(f"/{file}", body), len(body), hashlib.sha256(body).hexdigest())
+                   for file, body in files.items())
+    monkeypatch.setitem(tasks.GLUE_DOWNLOADS, name, pinned)
+
+
+def test_every_glue_task_has_pinned_https_files():
+    assert set(tasks.GLUE_DOWNLOADS) == set(tasks.GLUE)
+    for files in tasks.GLUE_DOWNLOADS.values():
+        for f in files:
+            assert f.url.startswith("https://") and f.size > 0 and len(bytes.fromhex(f.sha256)) == 32
+
+
+def test_download_glue_archive_then_load(tmp_path, monkeypatch):
+    folder, content = GLUE_FILES["sst2"]
+    archive = _zip({f"{folder}/train.tsv": content, f"{folder}/dev.tsv": content, f"{folder}/test.tsv": "x"})
+    with loopback_server() as server:
+        _pin(server, monkeypatch, "sst2", {"SST-2.zip": archive})
+        assert download_glue("sst2", tmp_path) == tmp_path
+        assert download_glue("sst2", tmp_path) == tmp_path          # present: not fetched again
+        assert server.hits == {"/SST-2.zip": 1}
+    assert sorted(p.name for p in (tmp_path / folder).iterdir()) == ["dev.tsv", "train.tsv"]
+    task = load_task("sst2", glue_dir=tmp_path)
+    assert task.train[0] == EXPECTED_FIRST["sst2"] and len(task.dev) == 2
+
+
+def test_download_mrpc_splits_the_corpus_by_glues_dev_pairs(tmp_path, monkeypatch):
+    corpus = ("\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\r\n"
+              "1\t10\t11\tHe left.\tHe went away.\r\n0\t12\t13\tA cat.\tA dog.\r\n"
+              "1\t14\t15\tIt is red.\tIt's red.\r\n")
+    with loopback_server() as server:
+        _pin(server, monkeypatch, "mrpc", {"msr_paraphrase_train.txt": corpus.encode(),
+                                           "mrpc_dev_ids.tsv": b"12\t13\n"})
+        download_glue("mrpc", tmp_path)
+    task = load_task("mrpc", glue_dir=tmp_path)
+    assert task.dev == [Example("A cat.", "A dog.", 0)]
+    assert task.train == [Example("He left.", "He went away.", 1), Example("It is red.", "It's red.", 1)]
+
+
+def test_download_glue_errors_leave_nothing_behind(tmp_path, monkeypatch):
+    with loopback_server() as server:
+        _pin(server, monkeypatch, "rte", {"RTE.zip": _zip({"RTE/train.tsv": "x"})})
+        pinned = tasks.GLUE_DOWNLOADS["rte"][0]
+        with pytest.raises(ValueError, match="RTE.zip is not GLUE's RTE archive"):
+            download_glue("rte", tmp_path)
+        monkeypatch.setitem(tasks.GLUE_DOWNLOADS, "rte", (PinnedFile(pinned.url, pinned.size, "0" * 64),))
+        with pytest.raises(DownloadError, match="sha256 mismatch"):
+            download_glue("rte", tmp_path / "other")
+    assert not (tmp_path / "RTE").exists()                      # the archive is kept, no half task
+    assert [p.name for p in (tmp_path / "other").rglob("*") if p.is_file()] == []
+    with pytest.raises(ValueError, match="unknown GLUE task 'sst3'"):
+        download_glue("sst3", tmp_path)
+
+
+def test_cli_downloads_and_lists_glue(tmp_path, monkeypatch, capsys):
+    folder, content = GLUE_FILES["cola"]
+    with loopback_server() as server:
+        _pin(server, monkeypatch, "cola", {"CoLA.zip": _zip({f"{folder}/train.tsv": content,
+                                                             f"{folder}/dev.tsv": content})})
+        assert main(["tasks", "--scale", "ci", "--download", "cola", "--glue-dir", str(tmp_path)]) == 0
+    table = capsys.readouterr().out
+    cola = next(line for line in table.splitlines() if line.startswith("cola"))
+    assert cola.split()[1:5] == ["single", "sentence", "2", "2"]
+    assert "tasks --download sst2" in table                   # the others say how to get them
