@@ -287,8 +287,9 @@ def spearman(x, y) -> float:
 
 def task_metrics(predicted, labels, num_labels: int) -> dict:
     """Every metric of a fine-tuning task: classification (num_labels >= 2: class ids) reports accuracy
-    with its interval, F1 (binary tasks) and Matthews correlation; regression (num_labels == 1)
-    reports Pearson, Spearman and the mean squared error."""
+    with its interval, the share of predictions in each class (a constant predictor shows as 1.0),
+    F1 (binary tasks) and Matthews correlation; regression (num_labels == 1) reports Pearson, Spearman
+    and the mean squared error."""
     n = len(labels)
     if num_labels == 1:
         p, y = np.asarray(predicted, dtype=np.float64), np.asarray(labels, dtype=np.float64)
@@ -296,7 +297,56 @@ def task_metrics(predicted, labels, num_labels: int) -> dict:
                 "n": n}
     p, y = np.asarray(predicted, dtype=np.int64), np.asarray(labels, dtype=np.int64)
     metrics = proportion(int((p == y).sum()), n)
+    metrics["predicted_shares"] = (np.bincount(p, minlength=num_labels) / max(n, 1)).tolist()
     metrics["matthews"] = matthews_correlation(p, y)
     if num_labels == 2:
         metrics["f1"] = f1_binary(p, y)
     return metrics
+
+
+def bag_of_words_baseline(task, tokenizer, steps: int = 200, seed: int = 0) -> dict:
+    """The trivial baseline a fine-tuned model must beat on a downstream task: a logistic regression (or,
+    for regression tasks, a linear model) on which pieces occur, reading no word order. For a sentence
+    pair it sees three bags: the pieces of A, of B, and those shared by both (the topic cue that solves
+    NSP). Fitted on task.train with full-batch Adam; returns {"dev": ..., "test": ...} task_metrics
+    (test None when the task has no test split). On a task whose classes hold the same words it must
+    stay at chance."""
+    V = tokenizer.vocab_size
+
+    def bags(examples) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, offsets = [], []
+        for ex in examples:
+            a = set(tokenizer.encode(ex.text_a))
+            b = set(tokenizer.encode(ex.text_b)) if ex.text_b is not None else set()
+            offsets.append(len(ids))
+            ids += sorted(a) + [V + i for i in sorted(b)] + [2 * V + i for i in sorted(a & b)]
+        return torch.tensor(ids, dtype=torch.long), torch.tensor(offsets, dtype=torch.long)
+
+    torch.manual_seed(seed)
+    weights = nn.EmbeddingBag(3 * V, task.num_labels, mode="sum")
+    nn.init.zeros_(weights.weight)
+    bias = nn.Parameter(torch.zeros(task.num_labels))
+
+    def scores(examples) -> torch.Tensor:                                  # (n, num_labels)
+        return weights(*bags(examples)) + bias
+
+    labels = torch.tensor([ex.label for ex in task.train])
+    optimizer = torch.optim.Adam([weights.weight, bias], lr=0.05, weight_decay=1e-4)
+    train_bags = bags(task.train)
+    for _ in range(steps):
+        s = weights(*train_bags) + bias
+        loss = (nn.functional.mse_loss(s.squeeze(-1), labels.float()) if task.num_labels == 1
+                else nn.functional.cross_entropy(s, labels))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    result = {}
+    for split, examples in (("dev", task.dev), ("test", task.test)):
+        if not examples:
+            result[split] = None
+            continue
+        with torch.no_grad():
+            s = scores(examples)
+        predicted = s.squeeze(-1) if task.num_labels == 1 else s.argmax(-1)
+        result[split] = task_metrics(predicted.tolist(), [ex.label for ex in examples], task.num_labels)
+    return result

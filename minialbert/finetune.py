@@ -297,6 +297,32 @@ def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, c
     return FinetuneResult(model, history, best_step, dev_metrics, test, stopped_early, seconds)
 
 
+def learning_curve(task: Task, tokenizer, starts: dict[str, AlbertForPretraining | AlbertConfig],
+                   sizes: Sequence[int | None], seeds: Sequence[int], args: FinetuneArgs,
+                   progress: bool = True) -> list[dict]:
+    """Fine-tune every start on `n` labelled examples for every n in `sizes` (None: all) and seed.
+
+    starts maps a name to a pretrained model (its encoder is copied, the model is left as it is) or to
+    an AlbertConfig (a randomly initialised encoder: from scratch). The seed decides the labelled
+    sample (task.subset), the new head, dropout and the data order, so every start sees the same
+    examples in the same order. Returns one row per run: start, labels, seed, best step, seconds and the
+    task metrics on the dev sample (model selection) and on the test split (the figure to report).
+    """
+    rows = []
+    runs = [(name, n, seed) for name in starts for n in sizes for seed in seeds]
+    for name, n, seed in tqdm(runs, disable=not progress, desc=f"learning curve {task.name}"):
+        torch.manual_seed(seed)                                        # the new head (and scratch encoder)
+        start = starts[name]
+        model = (AlbertForSequenceClassification(start, task.num_labels) if isinstance(start, AlbertConfig)
+                 else AlbertForSequenceClassification.from_pretraining(start, task.num_labels))
+        train = task.subset(n, seed)
+        result = finetune(model, task, tokenizer, dataclasses.replace(args, seed=seed), train_examples=train,
+                          progress=False)
+        rows.append({"start": name, "labels": len(train), "seed": seed, "best_step": result.best_step,
+                     "seconds": round(result.seconds, 2), "dev": result.dev, "test": result.test})
+    return rows
+
+
 def load_finetuned(path: str | Path, device: str | torch.device = "cpu") -> AlbertForSequenceClassification:
     """The best model of a fine-tuning run (its run directory or step directory), in eval mode."""
     ckpt = find_checkpoint(path)

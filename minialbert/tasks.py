@@ -9,13 +9,18 @@ a dev or test example never comes from a document pretraining trained on):
   appears once, in one class only; exactly half of each split is swapped. The swapped pair is two
   purely alphabetic words, neither the first nor the last word, so capitals and final punctuation
   give nothing away.
+- `shuffled-words` (single sentence, accuracy): is the sentence as written (1, "intact"), or were its
+  inner words shuffled (0, "shuffled")? The first and the last word stay in place, so capitals and final
+  punctuation give nothing away, and both classes hold the same words: only word order separates them,
+  as in `word-order`, but every inner word may move, so the signal is much stronger. Sentences of 6 to
+  14 words, so that most fit the course model's 32-token window; each source sentence is used once.
 - `next-sentence` (sentence pair, MRPC-like, accuracy and F1): does sentence B directly follow
   sentence A in their document (1, "next"), or is B a later sentence of the same document, two or
   more positions on (0, "later")? Both B's come from A's own document, so topic words do not decide
   it; exactly half of each split is "next", and each A is used once.
 
 Majority-class baselines: 50% accuracy, Matthews correlation 0, F1 0 or 0.67 (by which class is the
-majority) on both tasks, by construction. `Task.describe()` gives the measured numbers.
+majority) on every task, by construction. `Task.describe()` gives the measured numbers.
 
 Overlap with pretraining: pretraining reads only the corpus's train documents. Dev and test examples
 come from valid and test documents, and any of them whose sentence (A or B) also occurs verbatim in a
@@ -162,6 +167,33 @@ def _word_order_split(documents: list[Document], rng: random.Random,
     return examples, removed
 
 
+def _shuffle_inner_words(sentence: str, rng: random.Random) -> str | None:
+    """The sentence with every word but the first and the last in a new random order; None if impossible."""
+    words = sentence.split()
+    inner = words[1:-1]
+    if len(set(inner)) < 2:
+        return None
+    shuffled = inner[:]
+    while shuffled == inner:
+        rng.shuffle(shuffled)
+    return " ".join([words[0], *shuffled, words[-1]])
+
+
+def _shuffled_words_split(documents: list[Document], rng: random.Random,
+                          seen: set[str] | None) -> tuple[list[Example], int]:
+    sentences = sorted({s for d in documents for s in d.sentences if 6 <= len(s.split()) <= 14})
+    removed = 0
+    if seen is not None:
+        kept = [s for s in sentences if s not in seen]
+        removed, sentences = len(sentences) - len(kept), kept
+    rng.shuffle(sentences)
+    half = len(sentences) // 2
+    examples = [Example(s, None, 1) for s in sentences[:half]]
+    examples += [Example(shuffled, None, 0) for s in sentences[half:2 * half]
+                 if (shuffled := _shuffle_inner_words(s, rng)) is not None]
+    return _balanced(examples, rng), removed
+
+
 def _next_sentence_split(documents: list[Document], rng: random.Random,
                          seen: set[str] | None) -> tuple[list[Example], int]:
     anchors = [(d, i) for d in documents for i in range(len(d.sentences) - 2)]   # i + 2 exists
@@ -209,6 +241,13 @@ def word_order(max_documents: int | None = None) -> Task:
                 **_offline_task("word-order", _word_order_split, max_documents))
 
 
+def shuffled_words(max_documents: int | None = None) -> Task:
+    """Single sentence: as written (1) or inner words shuffled (0). See the module doc."""
+    return Task("shuffled-words", "is the sentence as written, or were its inner words shuffled?",
+                "pydocs corpus (sentences of 6-14 words of each split's documents)", ("shuffled", "intact"),
+                "accuracy", **_offline_task("shuffled-words", _shuffled_words_split, max_documents))
+
+
 def next_sentence(max_documents: int | None = None) -> Task:
     """Sentence pair: B follows A directly (1) or comes later in the same document (0). See the module doc."""
     return Task("next-sentence", "does sentence B directly follow A, or come later in the same document?",
@@ -216,7 +255,7 @@ def next_sentence(max_documents: int | None = None) -> Task:
                 **_offline_task("next-sentence", _next_sentence_split, max_documents))
 
 
-OFFLINE_TASKS = {"word-order": word_order, "next-sentence": next_sentence}
+OFFLINE_TASKS = {"word-order": word_order, "shuffled-words": shuffled_words, "next-sentence": next_sentence}
 
 
 # ---------------------------------------------------------------------------------- GLUE

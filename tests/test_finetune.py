@@ -14,13 +14,21 @@ from torch.testing import assert_close
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
 from minialbert.__main__ import main
-from minialbert.evaluation import f1_binary, matthews_correlation, pearson, spearman, task_metrics
+from minialbert.evaluation import (
+    bag_of_words_baseline,
+    f1_binary,
+    matthews_correlation,
+    pearson,
+    spearman,
+    task_metrics,
+)
 from minialbert.finetune import (
     AlbertForSequenceClassification,
     FinetuneArgs,
     encode_examples,
     evaluate_classifier,
     finetune,
+    learning_curve,
     load_finetuned,
 )
 from minialbert.tasks import Example, Task, load_task
@@ -119,7 +127,8 @@ def test_classification_metrics_on_known_cases():
     # TP=2, FP=1, FN=1, TN=2: accuracy 4/6, F1 = 2*2 / (2*2 + 1 + 1), MCC = (2*2 - 1*1) / sqrt(3*3*3*3)
     predicted, labels = [1, 1, 1, 0, 0, 0], [1, 1, 0, 1, 0, 0]
     m = task_metrics(predicted, labels, num_labels=2)
-    assert m["accuracy"] == pytest.approx(4 / 6) and m["n"] == 6
+    assert m["accuracy"] == pytest.approx(4 / 6) and m["n"] == 6 and m["predicted_shares"] == [0.5, 0.5]
+    assert task_metrics([1, 1, 1, 1], [0, 1, 0, 1], num_labels=3)["predicted_shares"] == [0.0, 1.0, 0.0]
     assert m["f1"] == pytest.approx(4 / 6)
     assert m["matthews"] == pytest.approx(3 / 9)
     assert matthews_correlation([0, 1, 2, 0], [0, 1, 2, 0]) == pytest.approx(1.0)
@@ -128,6 +137,25 @@ def test_classification_metrics_on_known_cases():
     assert f1_binary([0, 0], [1, 1]) == 0.0
     # 3 classes by hand: c=3 right of n=5, true = predicted counts (1, 2, 2): (3*5 - 9) / sqrt(16 * 16)
     assert matthews_correlation([0, 2, 2, 1, 1], [0, 1, 2, 2, 1]) == pytest.approx(0.375)
+
+
+def test_bag_of_words_baseline_learns_words_and_cannot_see_order(tokenizer):
+    words = ["table", "window", "garden", "river", "number", "string", "module", "object"]
+    rng = torch.Generator().manual_seed(0)
+    sentences = [" ".join(words[i] for i in torch.randperm(8, generator=rng)[:5].tolist()) for _ in range(60)]
+    # by topic: label 1 iff the sentence holds "river": a bag of words learns that
+    topic = [Example(s, None, int("river" in s.split())) for s in sentences]
+    task = Task("topic", "t", "test", ("no", "yes"), "accuracy", topic[:40], topic[40:], topic[40:])
+    assert bag_of_words_baseline(task, tokenizer)["test"]["accuracy"] == 1.0
+    # by order: every sentence once as written (1) and once reversed (0): the same bag, one score
+    order = [Example(t, None, y) for s in sentences for t, y in ((s, 1), (" ".join(s.split()[::-1]), 0))]
+    task = Task("order", "o", "test", ("reversed", "as written"), "accuracy", order, order)
+    result = bag_of_words_baseline(task, tokenizer)
+    assert result["dev"]["accuracy"] == 0.5 and result["test"] is None
+    pairs = [Example(s, s, 1.0) for s in sentences[:10]]                       # similar: B repeats A
+    pairs += [Example(s, "table", 0.0) for s in sentences[10:20]]
+    regression = Task("sim", "r", "test", (), "pearson", pairs, pairs)
+    assert bag_of_words_baseline(regression, tokenizer)["dev"]["pearson"] > 0.9
 
 
 def test_correlations_on_known_cases():
@@ -198,6 +226,24 @@ def test_regression_and_frozen_encoder(tokenizer):
         other = AlbertConfig(vocab_size=V, embedding_size=16, hidden_size=32, num_layers=1, num_heads=4,
                              intermediate_size=37)
         finetune(AlbertForSequenceClassification(other, 1), task, tokenizer, args, progress=False)
+
+
+def test_learning_curve_same_examples_for_every_start_and_reproducible(tokenizer):
+    source = load_task("word-order", 300)
+    task = Task("small", "word order", "test", source.labels, "matthews", source.train, source.dev[:32],
+                source.test[:32])
+    pretrained = AlbertForPretraining(_tiny(tokenizer).config)
+    starts = {"pretrained": pretrained, "scratch": pretrained.config}
+    before = {k: v.clone() for k, v in pretrained.state_dict().items()}
+    args = FinetuneArgs(steps=4, batch_size=4, warmup=0, eval_every=2, max_seq_len=64)
+    rows = learning_curve(task, tokenizer, starts, sizes=[8, 16], seeds=[0, 1], args=args, progress=False)
+    assert [(r["start"], r["labels"], r["seed"]) for r in rows] == [
+        (start, n, seed) for start in starts for n in (8, 16) for seed in (0, 1)]
+    assert all(r["test"]["n"] == 32 and len(r["test"]["predicted_shares"]) == 2 for r in rows)
+    again = learning_curve(task, tokenizer, starts, sizes=[8, 16], seeds=[0, 1], args=args, progress=False)
+    assert [r["test"] for r in again] == [r["test"] for r in rows]              # seeded end to end
+    for k, v in pretrained.state_dict().items():                                # the start is not touched
+        assert torch.equal(v, before[k]), k
 
 
 # ---------------------------------------------------------------------------------- CLI

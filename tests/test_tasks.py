@@ -14,12 +14,19 @@ from minialbert import tasks
 from minialbert.__main__ import main
 from minialbert.corpus import pydocs_documents
 from minialbert.download import DownloadError
-from minialbert.tasks import Example, PinnedFile, _swap_adjacent_words, download_glue, load_task
+from minialbert.tasks import (
+    Example,
+    PinnedFile,
+    _shuffle_inner_words,
+    _swap_adjacent_words,
+    download_glue,
+    load_task,
+)
 
 MAX_DOCUMENTS = 300          # the ci scale's cap
 
 
-@pytest.fixture(scope="module", params=["word-order", "next-sentence"])
+@pytest.fixture(scope="module", params=["word-order", "shuffled-words", "next-sentence"])
 def task(request):
     return load_task(request.param, MAX_DOCUMENTS)
 
@@ -67,6 +74,22 @@ def test_word_order_classes_hold_the_same_words():
     assert _swap_adjacent_words("Too short here.", random.Random(0)) is None
 
 
+def test_shuffled_words_keep_the_words_and_the_ends():
+    task = load_task("shuffled-words", MAX_DOCUMENTS)
+    originals = {s for d in pydocs_documents("train", MAX_DOCUMENTS) for s in d.sentences}
+    by_words = {tuple(sorted(s.split())) for s in originals}
+    for ex in task.train[:300]:
+        assert 6 <= len(ex.text_a.split()) <= 14
+        assert (ex.text_a in originals) == (ex.label == 1)                      # shuffling changes the text
+        assert ex.label == 1 or tuple(sorted(ex.text_a.split())) in by_words    # ... not its words
+    sentence = "The quick brown fox jumps over the lazy dog."
+    for seed in range(20):
+        out = _shuffle_inner_words(sentence, random.Random(seed)).split()
+        assert out != sentence.split() and sorted(out) == sorted(sentence.split())
+        assert out[0] == "The" and out[-1] == "dog."
+    assert _shuffle_inner_words("A b b c.", random.Random(0)) is None           # nothing can move
+
+
 def test_next_sentence_pairs_come_from_one_document():
     task = load_task("next-sentence", MAX_DOCUMENTS)
     places = {}                                  # sentence -> [(document, position)]: some repeat
@@ -89,7 +112,7 @@ def test_subset_is_seeded_and_stratified(task):
 
 
 def test_unknown_task_and_missing_glue_dir(tmp_path, monkeypatch):
-    with pytest.raises(ValueError, match="unknown task 'sst-3'; choose one of word-order, next-sentence"):
+    with pytest.raises(ValueError, match="unknown task 'sst-3'; choose one of word-order, shuffled-words"):
         load_task("sst-3")
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="run `python -m minialbert tasks --download sst2`"):
