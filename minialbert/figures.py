@@ -25,6 +25,7 @@ FIGURE_LESSONS = {
     "05_pretrain_your_albert.ipynb": ["pretraining_curves"],
     "06_layer_smoothness.ipynb": ["layer_transitions", "layer_transitions_training",
                                   "layer_transitions_sharing"],
+    "07_finetuning_and_fast_adaptation.ipynb": ["learning_curve"],
     "10_triton_fused_attention.ipynb": ["attention_roofline"],
 }
 

@@ -323,6 +323,15 @@ def learning_curve(task: Task, tokenizer, starts: dict[str, AlbertForPretraining
     return rows
 
 
+def curve_summary(rows: Sequence[dict], metric: str, split: str = "test") -> list[dict]:
+    """One point per (start, labels) of learning_curve rows: the metric's mean, min and max over seeds."""
+    points: dict[tuple[str, int], list[float]] = {}
+    for r in rows:
+        points.setdefault((r["start"], r["labels"]), []).append(r[split][metric])
+    return [{"start": start, "labels": n, "seeds": len(v), "mean": sum(v) / len(v), "min": min(v),
+             "max": max(v)} for (start, n), v in points.items()]
+
+
 def load_finetuned(path: str | Path, device: str | torch.device = "cpu") -> AlbertForSequenceClassification:
     """The best model of a fine-tuning run (its run directory or step directory), in eval mode."""
     ckpt = find_checkpoint(path)

@@ -10,10 +10,12 @@ a dev or test example never comes from a document pretraining trained on):
   purely alphabetic words, neither the first nor the last word, so capitals and final punctuation
   give nothing away.
 - `shuffled-words` (single sentence, accuracy): is the sentence as written (1, "intact"), or were its
-  inner words shuffled (0, "shuffled")? The first and the last word stay in place, so capitals and final
-  punctuation give nothing away, and both classes hold the same words: only word order separates them,
-  as in `word-order`, but every inner word may move, so the signal is much stronger. Sentences of 6 to
-  14 words, so that most fit the course model's 32-token window; each source sentence is used once.
+  words shuffled (0, "shuffled")? Both classes hold the same words, so a bag of words is at chance, but
+  every word may move, the first (capitalised) one and the last (with its full stop) included: a model
+  that knows how sentences begin and end has a cue. Sentences of 6 to 14 words, so that most fit the
+  course model's 32-token window; each source sentence is used once.
+- `shuffled-inner-words` (single sentence, accuracy): the same with the first and the last word kept in
+  place, so only the order of the words in between separates the classes.
 - `next-sentence` (sentence pair, MRPC-like, accuracy and F1): does sentence B directly follow
   sentence A in their document (1, "next"), or is B a later sentence of the same document, two or
   more positions on (0, "later")? Both B's come from A's own document, so topic words do not decide
@@ -41,6 +43,7 @@ import random
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from .corpus import Document, pydocs_documents
@@ -167,20 +170,22 @@ def _word_order_split(documents: list[Document], rng: random.Random,
     return examples, removed
 
 
-def _shuffle_inner_words(sentence: str, rng: random.Random) -> str | None:
-    """The sentence with every word but the first and the last in a new random order; None if impossible."""
+def _shuffle_words(sentence: str, rng: random.Random, keep_ends: bool) -> str | None:
+    """The sentence with its words (all, or all but the first and the last) in a new random order;
+    None if no other order exists."""
     words = sentence.split()
-    inner = words[1:-1]
-    if len(set(inner)) < 2:
+    lo, hi = (1, len(words) - 1) if keep_ends else (0, len(words))
+    middle = words[lo:hi]
+    if len(set(middle)) < 2:
         return None
-    shuffled = inner[:]
-    while shuffled == inner:
+    shuffled = middle[:]
+    while shuffled == middle:
         rng.shuffle(shuffled)
-    return " ".join([words[0], *shuffled, words[-1]])
+    return " ".join([*words[:lo], *shuffled, *words[hi:]])
 
 
-def _shuffled_words_split(documents: list[Document], rng: random.Random,
-                          seen: set[str] | None) -> tuple[list[Example], int]:
+def _shuffled_words_split(documents: list[Document], rng: random.Random, seen: set[str] | None,
+                          keep_ends: bool) -> tuple[list[Example], int]:
     sentences = sorted({s for d in documents for s in d.sentences if 6 <= len(s.split()) <= 14})
     removed = 0
     if seen is not None:
@@ -190,7 +195,7 @@ def _shuffled_words_split(documents: list[Document], rng: random.Random,
     half = len(sentences) // 2
     examples = [Example(s, None, 1) for s in sentences[:half]]
     examples += [Example(shuffled, None, 0) for s in sentences[half:2 * half]
-                 if (shuffled := _shuffle_inner_words(s, rng)) is not None]
+                 if (shuffled := _shuffle_words(s, rng, keep_ends)) is not None]
     return _balanced(examples, rng), removed
 
 
@@ -241,11 +246,15 @@ def word_order(max_documents: int | None = None) -> Task:
                 **_offline_task("word-order", _word_order_split, max_documents))
 
 
-def shuffled_words(max_documents: int | None = None) -> Task:
-    """Single sentence: as written (1) or inner words shuffled (0). See the module doc."""
-    return Task("shuffled-words", "is the sentence as written, or were its inner words shuffled?",
+def shuffled_words(max_documents: int | None = None, keep_ends: bool = False) -> Task:
+    """Single sentence: as written (1) or words shuffled (0); keep_ends: the first and the last word stay
+    (the task `shuffled-inner-words`). See the module doc."""
+    name = "shuffled-inner-words" if keep_ends else "shuffled-words"
+    which = "inner words (all but the first and the last)" if keep_ends else "words"
+    return Task(name, f"is the sentence as written, or were its {which} shuffled?",
                 "pydocs corpus (sentences of 6-14 words of each split's documents)", ("shuffled", "intact"),
-                "accuracy", **_offline_task("shuffled-words", _shuffled_words_split, max_documents))
+                "accuracy", **_offline_task(name, partial(_shuffled_words_split, keep_ends=keep_ends),
+                                            max_documents))
 
 
 def next_sentence(max_documents: int | None = None) -> Task:
@@ -255,7 +264,9 @@ def next_sentence(max_documents: int | None = None) -> Task:
                 **_offline_task("next-sentence", _next_sentence_split, max_documents))
 
 
-OFFLINE_TASKS = {"word-order": word_order, "shuffled-words": shuffled_words, "next-sentence": next_sentence}
+OFFLINE_TASKS = {"word-order": word_order, "shuffled-words": shuffled_words,
+                 "shuffled-inner-words": partial(shuffled_words, keep_ends=True),
+                 "next-sentence": next_sentence}
 
 
 # ---------------------------------------------------------------------------------- GLUE

@@ -25,12 +25,14 @@ from minialbert.evaluation import (
 from minialbert.finetune import (
     AlbertForSequenceClassification,
     FinetuneArgs,
+    curve_summary,
     encode_examples,
     evaluate_classifier,
     finetune,
     learning_curve,
     load_finetuned,
 )
+from minialbert.plots import plot_learning_curve
 from minialbert.tasks import Example, Task, load_task
 from minialbert.tokenizer import course_tokenizer
 from minialbert.train import read_metrics
@@ -244,6 +246,20 @@ def test_learning_curve_same_examples_for_every_start_and_reproducible(tokenizer
     assert [r["test"] for r in again] == [r["test"] for r in rows]              # seeded end to end
     for k, v in pretrained.state_dict().items():                                # the start is not touched
         assert torch.equal(v, before[k]), k
+
+
+def test_curve_summary_and_its_plot():
+    rows = [{"start": s, "labels": n, "seed": seed, "test": {"accuracy": a}}
+            for s, n, seed, a in [("pre", 16, 0, 0.6), ("pre", 16, 1, 0.8), ("pre", 64, 0, 0.9),
+                                  ("scratch", 16, 0, 0.5)]]
+    points = curve_summary(rows, "accuracy")
+    assert points[0] == {"start": "pre", "labels": 16, "seeds": 2, "mean": pytest.approx(0.7), "min": 0.6,
+                         "max": 0.8}
+    assert [(p["start"], p["labels"]) for p in points] == [("pre", 16), ("pre", 64), ("scratch", 16)]
+    ax = plot_learning_curve(points, "accuracy", {"chance": 0.5})
+    assert [line.get_label() for line in ax.get_lines()][-1] == "chance" and len(ax.get_lines()) == 3
+    with pytest.raises(ValueError, match="needs at least one point"):
+        plot_learning_curve([], "accuracy")
 
 
 # ---------------------------------------------------------------------------------- CLI

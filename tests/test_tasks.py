@@ -17,7 +17,7 @@ from minialbert.download import DownloadError
 from minialbert.tasks import (
     Example,
     PinnedFile,
-    _shuffle_inner_words,
+    _shuffle_words,
     _swap_adjacent_words,
     download_glue,
     load_task,
@@ -26,7 +26,8 @@ from minialbert.tasks import (
 MAX_DOCUMENTS = 300          # the ci scale's cap
 
 
-@pytest.fixture(scope="module", params=["word-order", "shuffled-words", "next-sentence"])
+@pytest.fixture(scope="module", params=["word-order", "shuffled-words", "shuffled-inner-words",
+                                        "next-sentence"])
 def task(request):
     return load_task(request.param, MAX_DOCUMENTS)
 
@@ -74,20 +75,31 @@ def test_word_order_classes_hold_the_same_words():
     assert _swap_adjacent_words("Too short here.", random.Random(0)) is None
 
 
-def test_shuffled_words_keep_the_words_and_the_ends():
-    task = load_task("shuffled-words", MAX_DOCUMENTS)
+@pytest.mark.parametrize("name", ["shuffled-words", "shuffled-inner-words"])
+def test_shuffled_words_keep_the_words(name):
+    task = load_task(name, MAX_DOCUMENTS)
     originals = {s for d in pydocs_documents("train", MAX_DOCUMENTS) for s in d.sentences}
     by_words = {tuple(sorted(s.split())) for s in originals}
+    ends = {(s.split()[0], s.split()[-1]) for s in originals}
     for ex in task.train[:300]:
         assert 6 <= len(ex.text_a.split()) <= 14
         assert (ex.text_a in originals) == (ex.label == 1)                      # shuffling changes the text
         assert ex.label == 1 or tuple(sorted(ex.text_a.split())) in by_words    # ... not its words
+    shuffled = [ex.text_a.split() for ex in task.train if ex.label == 0]
+    kept_ends = sum((w[0], w[-1]) in ends for w in shuffled) / len(shuffled)
+    assert kept_ends == 1.0 if name == "shuffled-inner-words" else kept_ends < 0.5
+
+
+def test_shuffle_words():
     sentence = "The quick brown fox jumps over the lazy dog."
     for seed in range(20):
-        out = _shuffle_inner_words(sentence, random.Random(seed)).split()
-        assert out != sentence.split() and sorted(out) == sorted(sentence.split())
-        assert out[0] == "The" and out[-1] == "dog."
-    assert _shuffle_inner_words("A b b c.", random.Random(0)) is None           # nothing can move
+        inner = _shuffle_words(sentence, random.Random(seed), keep_ends=True).split()
+        assert inner != sentence.split() and sorted(inner) == sorted(sentence.split())
+        assert inner[0] == "The" and inner[-1] == "dog."
+        every = _shuffle_words(sentence, random.Random(seed), keep_ends=False).split()
+        assert every != sentence.split() and sorted(every) == sorted(sentence.split())
+    assert _shuffle_words("A b b c.", random.Random(0), keep_ends=True) is None     # nothing can move
+    assert _shuffle_words("b b", random.Random(0), keep_ends=False) is None
 
 
 def test_next_sentence_pairs_come_from_one_document():
