@@ -165,10 +165,11 @@ def plot_layer_transitions(results: dict[str, dict], paper_axes: bool = False, a
 
 
 def plot_learning_curve(points: list[dict], metric: str, baselines: dict[str, float] | None = None, ax=None,
-                        title: str = ""):
+                        title: str = "", colors: dict[str, str] | None = None):
     """A few-labels learning curve: the metric against the number of labelled examples (log axis), one
     line per start at the mean over seeds, its band from the worst to the best seed. points:
-    finetune.curve_summary(); baselines: name -> value drawn as horizontal lines (chance, bag of words)."""
+    finetune.curve_summary(); baselines: name -> value drawn as horizontal lines (chance, bag of words);
+    colors: start -> colour, so that a start keeps its colour across panels."""
     if not points:
         raise ValueError("plot_learning_curve needs at least one point (finetune.curve_summary)")
     if ax is None:
@@ -176,13 +177,16 @@ def plot_learning_curve(points: list[dict], metric: str, baselines: dict[str, fl
     for start in dict.fromkeys(p["start"] for p in points):
         mine = sorted((p for p in points if p["start"] == start), key=lambda p: p["labels"])
         n = [p["labels"] for p in mine]
-        line, = ax.plot(n, [p["mean"] for p in mine], "o-", ms=4,
+        line, = ax.plot(n, [p["mean"] for p in mine], "o-", ms=4, color=(colors or {}).get(start),
                         label=f"{start} (mean of {mine[0]['seeds']} seeds, band: min-max)")
         ax.fill_between(n, [p["min"] for p in mine], [p["max"] for p in mine], color=line.get_color(),
                         alpha=0.2, lw=0)
     for i, (name, value) in enumerate((baselines or {}).items()):
         ax.axhline(value, color="grey", ls=(":" if i else "--"), lw=1, label=name)
     ax.set_xscale("log", base=2)
+    sizes = sorted({p["labels"] for p in points})
+    ax.set_xticks(sizes, [f"{n:,}" for n in sizes])                   # the sizes run, not powers of 2
+    ax.minorticks_off()
     ax.set(xlabel="labelled training examples", ylabel=f"test {metric}", title=title)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
