@@ -327,14 +327,14 @@ def bag_of_words_baseline(task, tokenizer, steps: int = 200, seed: int = 0) -> d
     nn.init.zeros_(weights.weight)
     bias = nn.Parameter(torch.zeros(task.num_labels))
 
-    def scores(examples) -> torch.Tensor:                                  # (n, num_labels)
-        return weights(*bags(examples)) + bias
+    def scores(bag: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:     # (n, num_labels)
+        return weights(*bag) + bias
 
     labels = torch.tensor([ex.label for ex in task.train])
     optimizer = torch.optim.Adam([weights.weight, bias], lr=0.05, weight_decay=1e-4)
     train_bags = bags(task.train)
     for _ in range(steps):
-        s = weights(*train_bags) + bias
+        s = scores(train_bags)
         loss = (nn.functional.mse_loss(s.squeeze(-1), labels.float()) if task.num_labels == 1
                 else nn.functional.cross_entropy(s, labels))
         optimizer.zero_grad()
@@ -346,7 +346,7 @@ def bag_of_words_baseline(task, tokenizer, steps: int = 200, seed: int = 0) -> d
             result[split] = None
             continue
         with torch.no_grad():
-            s = scores(examples)
+            s = scores(bags(examples))
         predicted = s.squeeze(-1) if task.num_labels == 1 else s.argmax(-1)
         result[split] = task_metrics(predicted.tolist(), [ex.label for ex in examples], task.num_labels)
     return result

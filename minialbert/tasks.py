@@ -154,13 +154,15 @@ def _train_sentences() -> set[str]:
     return {s for d in pydocs_documents("train") for s in d.sentences}
 
 
+def _unseen(sentences: list[str], seen: set[str] | None) -> tuple[list[str], int]:
+    """The sentences not in `seen` (None: keep all), and how many were dropped."""
+    kept = sentences if seen is None else [s for s in sentences if s not in seen]
+    return kept, len(sentences) - len(kept)
+
+
 def _word_order_split(documents: list[Document], rng: random.Random,
                       seen: set[str] | None) -> tuple[list[Example], int]:
-    sentences = sorted({s for d in documents for s in d.sentences})     # each sentence once
-    removed = 0
-    if seen is not None:
-        kept = [s for s in sentences if s not in seen]
-        removed, sentences = len(sentences) - len(kept), kept
+    sentences, removed = _unseen(sorted({s for d in documents for s in d.sentences}), seen)  # each once
     candidates = [(s, swapped) for s in sentences if (swapped := _swap_adjacent_words(s, rng)) is not None]
     rng.shuffle(candidates)
     half = len(candidates) // 2
@@ -186,11 +188,8 @@ def _shuffle_words(sentence: str, rng: random.Random, keep_ends: bool) -> str | 
 
 def _shuffled_words_split(documents: list[Document], rng: random.Random, seen: set[str] | None,
                           keep_ends: bool) -> tuple[list[Example], int]:
-    sentences = sorted({s for d in documents for s in d.sentences if 6 <= len(s.split()) <= 14})
-    removed = 0
-    if seen is not None:
-        kept = [s for s in sentences if s not in seen]
-        removed, sentences = len(sentences) - len(kept), kept
+    sentences, removed = _unseen(sorted({s for d in documents for s in d.sentences
+                                         if 6 <= len(s.split()) <= 14}), seen)
     rng.shuffle(sentences)
     half = len(sentences) // 2
     examples = [Example(s, None, 1) for s in sentences[:half]]
