@@ -338,7 +338,15 @@ def cmd_finetune(args: argparse.Namespace) -> None:
 
 
 def cmd_tasks(args: argparse.Namespace) -> None:
-    from .tasks import GLUE, OFFLINE_TASKS, default_glue_dir, download_glue, format_tasks, load_task
+    from .tasks import (
+        GLUE,
+        OFFLINE_TASKS,
+        default_glue_dir,
+        download_glue,
+        format_tasks,
+        glue_downloaded,
+        load_task,
+    )
 
     scale = current_scale(args.scale)
     glue_dir = args.glue_dir or default_glue_dir()
@@ -346,7 +354,7 @@ def cmd_tasks(args: argparse.Namespace) -> None:
         download_glue(name.strip(), glue_dir)
     described = [load_task(name, scale.max_documents).describe() for name in OFFLINE_TASKS]
     for name, spec in GLUE.items():
-        if (glue_dir / spec.folder / "dev.tsv").is_file():
+        if glue_downloaded(name, glue_dir):
             described.append(load_task(name, glue_dir=glue_dir).describe())
         else:
             described.append({"name": name, "about": spec.about, "labels": list(spec.labels) or "regression",

@@ -372,6 +372,12 @@ def default_glue_dir() -> Path:
     return cache_dir() / "glue"
 
 
+def glue_downloaded(name: str, directory: str | Path) -> bool:
+    """Whether DIRECTORY holds GLUE task `name` as download_glue lays it out (train.tsv and dev.tsv)."""
+    folder = Path(directory) / GLUE[name].folder
+    return all((folder / f"{split}.tsv").is_file() for split in ("train", "dev"))
+
+
 def download_glue(name: str, directory: str | Path | None = None) -> Path:
     """Fetch GLUE task `name` into DIRECTORY/<folder>/train.tsv and dev.tsv (default directory:
     default_glue_dir()), each file checked against its pinned size and sha256 and written atomically;
@@ -379,14 +385,13 @@ def download_glue(name: str, directory: str | Path | None = None) -> Path:
     if name not in GLUE_DOWNLOADS:
         raise ValueError(f"unknown GLUE task {name!r}; choose one of {', '.join(GLUE_DOWNLOADS)}")
     directory = Path(directory) if directory is not None else default_glue_dir()
-    folder = directory / GLUE[name].folder
-    if all((folder / f"{split}.tsv").is_file() for split in ("train", "dev")):
+    if glue_downloaded(name, directory):
         return directory
     paths = [download(f.url, directory / "downloads" / Path(f.url).name, sha256=f.sha256,
                       expected_size=f.size) for f in GLUE_DOWNLOADS[name]]
     splits = _mrpc_splits(*paths) if name == "mrpc" else _zip_splits(paths[0], GLUE[name].folder)
     for split, data in splits.items():
-        atomic_write(folder / f"{split}.tsv", data)
+        atomic_write(directory / GLUE[name].folder / f"{split}.tsv", data)
     return directory
 
 
