@@ -1,4 +1,4 @@
-"""The command line: python -m minialbert {pretrain,evaluate,zoo,figures,student-notebooks,...} --help.
+"""The command line: python -m minialbert {pretrain,evaluate,zoo,ablation,figures,...} --help.
 
 Defaults come from the scale ($MINIALBERT_SCALE or --scale). Under torchrun, `pretrain` runs
 DistributedDataParallel with one process per rank; only rank 0 prints, logs and checkpoints.
@@ -126,6 +126,19 @@ def build_parser() -> Parser:
     zoo.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     zoo.add_argument("--out", type=Path, metavar="FILE",
                      help="also write the summary (held-out metrics and minutes per entry) as JSON here")
+
+    abl = sub.add_parser("ablation", help="the NSP vs SOP ablation (the paper's Table 5) on the zoo's arms",
+                         description="Cross-evaluate the zoo's MLM-only, NSP and SOP arms (MLM, NSP and SOP "
+                                     "accuracy with their own heads and with linear probes, on all held-out "
+                                     "pairs and on the length-matched ones), draw their NSP/SOP curves over "
+                                     "training, fine-tune each on the offline tasks, and write the JSON and "
+                                     "the figure. Builds the zoo entries it needs that are missing.")
+    abl.add_argument("--scale", choices=list(SCALES), help=scale_help)
+    abl.add_argument("--arms", default="mlm,nsp,sop", help="comma-separated arms among mlm, nsp, sop")
+    abl.add_argument("--seeds", type=positive_int, default=3, help="pretraining seeds per arm (zoo entries)")
+    abl.add_argument("--no-downstream", action="store_true", help="skip the fine-tuning part")
+    abl.add_argument("--out", type=directory, metavar="DIR",
+                     help="where nsp_vs_sop.json and .png go (default: the scale's figure directory)")
 
     fig = sub.add_parser("figures", help="regenerate the course figures under assets/figures",
                          description="Regenerate the course figures (PNG + JSON) at a scale.")
@@ -297,6 +310,22 @@ def cmd_zoo(args: argparse.Namespace) -> None:
                   "machine": platform.processor() or platform.machine(), "entries": rows}
         atomic_write(args.out, (json.dumps(record, indent=1) + "\n").encode())
         print(f"wrote {args.out}")
+
+
+def cmd_ablation(args: argparse.Namespace) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from .ablation import DOWNSTREAM_TASKS, format_summary, run_ablation
+    from .plots import figure_dir, plot_ablation, save_figure
+
+    scale = current_scale(args.scale)
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    result = run_ablation(arms, args.seeds, scale, downstream=() if args.no_downstream else DOWNSTREAM_TASKS)
+    print(format_summary(result))
+    axes = plot_ablation(result)
+    path = save_figure(axes[0].figure, "nsp_vs_sop", result, args.out or figure_dir(scale))
+    print(f"wrote {path} and {path.with_suffix('.json')} ({result['seconds']:.0f} s)")
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:
@@ -474,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo, "figures": cmd_figures,
                "student-notebooks": cmd_student_notebooks, "finetune": cmd_finetune, "tasks": cmd_tasks,
-               "clean-notebooks": cmd_clean_notebooks, "smoothness": cmd_smoothness}[args.command]
+               "clean-notebooks": cmd_clean_notebooks, "smoothness": cmd_smoothness,
+               "ablation": cmd_ablation}[args.command]
     if not args.debug:
         warnings.formatwarning = _one_line_warning
     try:

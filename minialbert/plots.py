@@ -191,3 +191,78 @@ def plot_learning_curve(points: list[dict], metric: str, baselines: dict[str, fl
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     return ax
+
+
+ARM_COLORS = {"mlm": "tab:grey", "nsp": "tab:orange", "sop": "tab:blue", "random init": "black"}
+
+
+def plot_ablation(result: dict, axes=None):
+    """The NSP vs SOP ablation (ablation.run_ablation's result) in three panels: (1) the cross-evaluation
+    matrix, one dot per arm and seed with its 95% interval, the bar at the mean over seeds; (2) held-out
+    NSP and SOP accuracy of each arm's own head over training; (3) downstream test accuracy, mean over
+    seeds with the worst-best range."""
+    if axes is None:
+        _, axes = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [1.4, 1, 0.8]})
+    ax_matrix, ax_curves, ax_down = axes
+    columns = [("[MASK] acc.", lambda r: r["mlm"]["mlm"]["mask"]),
+               ("NSP (own head)", lambda r: r["nsp"]["head"]),
+               ("SOP (own head)", lambda r: r["sop"]["head"]),
+               ("SOP, length-matched", lambda r: r["sop"]["head_matched"]),
+               ("NSP (probe)", lambda r: r["nsp"]["probe"]),
+               ("SOP (probe), length-matched", lambda r: r["sop"]["probe_matched"])]
+    arms = result["arms"]
+    width = 0.8 / len(arms)
+    for j, arm in enumerate(arms):
+        runs = [r for r in result["runs"] if r["arm"] == arm]
+        for c, (_, get) in enumerate(columns):
+            cells = [get(r) for r in runs if get(r) is not None]
+            if not cells:
+                continue
+            x = c - 0.4 + width * (j + 0.5)
+            ax_matrix.bar(x, sum(m["accuracy"] for m in cells) / len(cells), width * 0.9,
+                          color=ARM_COLORS.get(arm), alpha=0.35, label=arm if c == 0 else None)
+            for k, m in enumerate(cells):
+                dx = (k - (len(cells) - 1) / 2) * width * 0.25
+                ax_matrix.errorbar(x + dx, m["accuracy"], [[m["accuracy"] - m["ci95"][0]],
+                                   [m["ci95"][1] - m["accuracy"]]], fmt="o", ms=3, lw=1,
+                                   color=ARM_COLORS.get(arm))
+    ax_matrix.axhline(0.5, color="grey", ls="--", lw=1, label="chance (sentence tasks)")
+    ax_matrix.axhline(result["shortcut"]["sop"]["all"]["accuracy"], color="tab:red", ls=":", lw=1,
+                      label="SOP from segment lengths alone (all pairs)")
+    ax_matrix.set_xticks(range(len(columns)), [name for name, _ in columns], rotation=20, ha="right",
+                         fontsize=8)
+    ax_matrix.set(ylabel="held-out accuracy", ylim=(0, 1),
+                  title="cross-evaluation (dots: seeds with 95% intervals; bars: mean)")
+    ax_matrix.legend(fontsize=7, loc="upper left")
+    labelled = set()
+    for curve in result["curves"].values():
+        arm = curve[0]["arm"]
+        steps = [p["step"] for p in curve]
+        for task, style in (("nsp", "--"), ("sop", "-")):
+            label = None if (arm, task) in labelled else f"{arm} arm: {task.upper()}"
+            labelled.add((arm, task))
+            ax_curves.plot(steps, [p[task]["accuracy"] for p in curve], style, color=ARM_COLORS.get(arm),
+                           lw=1, label=label)
+    ax_curves.axhline(0.5, color="grey", ls=":", lw=1)
+    ax_curves.axhline(0.6, color="grey", ls="-.", lw=0.8, label="60%")
+    ax_curves.set(xlabel="pretraining step", ylabel="held-out accuracy (own head)",
+                  title="NSP (dashed) and SOP (solid) over training, one line per seed")
+    ax_curves.grid(alpha=0.3)
+    ax_curves.legend(fontsize=7)
+    tasks = list(dict.fromkeys(d["task"] for d in result["downstream"]))
+    for t, task in enumerate(tasks):
+        for j, arm in enumerate(arms):
+            stat = result["summary"][arm].get(task)
+            if stat is None:
+                continue
+            x = t - 0.4 + width * (j + 0.5)
+            ax_down.bar(x, stat["mean"], width * 0.9, color=ARM_COLORS.get(arm), alpha=0.6,
+                        label=arm if t == 0 else None)
+            ax_down.plot([x, x], [stat["min"], stat["max"]], color="black", lw=1.5)
+    ax_down.axhline(0.5, color="grey", ls="--", lw=1)
+    ax_down.set_xticks(range(len(tasks)), tasks, fontsize=8)
+    ax_down.set(ylim=(0, 1), ylabel="test accuracy",
+                title=f"fine-tuned on {result['downstream_labels']} labels (mean, min-max)")
+    ax_down.legend(fontsize=7)
+    return axes
+

@@ -1,0 +1,328 @@
+"""The NSP vs SOP ablation (the paper's Table 5): three arms of one ALBERT, differing only in the
+sentence objective, each evaluated on every task it was and was not trained for.
+
+The arms are zoo entries: `albert-mlm` (no sentence objective), `albert-nsp` (BERT's next-sentence
+prediction), `albert-sop` (ALBERT's sentence-order prediction), and their `-seed1`, `-seed2` twins.
+For every arm and seed this module measures, on held-out text (the valid and test splits together):
+
+    mlm     masked-LM accuracy at [MASK] positions and at all predicted positions, on one shared
+            single-segment set (every arm reads it in distribution)
+    nsp     NSP accuracy of the model's own sentence head; an SOP head is read as the paper did:
+    sop     its class 0 ("in order") as NSP's class 0 ("is next"), and the other way round
+    probe   a logistic regression on the frozen pooled output, fitted on `probe_examples` training
+            pairs of each task: the only sentence reading of the MLM-only arm (whose pooler was
+            never trained), and the same yardstick for all arms beside a randomly initialised encoder
+
+Shortcuts. SOP's two classes hold the same text, but not always the same segment lengths: a chunk
+grows until a sentence crosses the target length, so the second run of sentences (which holds that
+sentence) is longer on average, and the swap turns that into a cue. `length_shortcut` measures how
+far a classifier that sees nothing but the two segment lengths gets; `length_matched` picks the
+held-out examples on which it is exactly at chance (as many of each label in every (len A, len B)
+cell), and the sentence accuracies are reported on both sets.
+
+Curves: NSP and SOP accuracy over training from the checkpoints each entry kept (the step at which
+each crosses 60% and at which its interval leaves chance). Downstream: every arm and seed fine-tuned
+on the offline single-sentence and sentence-pair tasks (`finetune.learning_curve`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics
+from .finetune import FinetuneArgs, curve_summary, learning_curve
+from .model import AlbertForPretraining
+from .pretraining_data import PretrainingDataset, collate, course_pretraining_data
+from .scale import Scale, current_scale
+
+ARMS = ("mlm", "nsp", "sop")
+SENTENCE_TASKS = ("nsp", "sop")
+DOWNSTREAM_TASKS = ("shuffled-words", "next-sentence")      # one single-sentence task, one pair task
+# The paper's Table 5 (ALBERT-base, all-shared, its full pretraining): intrinsic accuracies in %.
+PAPER_TABLE5 = {
+    "mlm": {"mlm": 54.9, "nsp": 52.4, "sop": 53.3, "downstream_avg": 79.0},
+    "nsp": {"mlm": 54.5, "nsp": 90.5, "sop": 52.0, "downstream_avg": 79.2},
+    "sop": {"mlm": 54.0, "nsp": 78.9, "sop": 86.5, "downstream_avg": 80.1},
+}
+
+
+def arm_entry(arm: str, seed: int = 0) -> str:
+    """The zoo entry of an arm and pretraining seed: albert-sop, albert-sop-seed1, ..."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    return f"albert-{arm}" + (f"-seed{seed}" if seed else "")
+
+
+# ------------------------------------------------------------------------------- held-out data
+def joined(first: PretrainingDataset, second: PretrainingDataset) -> PretrainingDataset:
+    """One dataset holding the examples of both (same objective and sequence length), first's first."""
+    if (first.objective, first.max_seq_len) != (second.objective, second.max_seq_len):
+        raise ValueError(f"cannot join a {first.objective}/{first.max_seq_len} dataset with a "
+                         f"{second.objective}/{second.max_seq_len} one")
+    labels = (None if first.sentence_labels is None
+              else torch.cat([first.sentence_labels, second.sentence_labels]))
+    return PretrainingDataset(torch.cat([first.input_ids, second.input_ids]),
+                              torch.cat([first.token_type_ids, second.token_type_ids]),
+                              torch.cat([first.mlm_labels, second.mlm_labels]),
+                              torch.cat([first.offsets, second.offsets[1:] + first.offsets[-1]]),
+                              labels, first.objective, first.max_seq_len)
+
+
+def heldout(objective: str, scale: Scale | str | None = None) -> PretrainingDataset:
+    """The course's held-out pretraining examples of one objective: the valid and the test split."""
+    scale = current_scale(scale)
+    return joined(course_pretraining_data(objective, "valid", scale),
+                  course_pretraining_data(objective, "test", scale))
+
+
+def segment_lengths(dataset: PretrainingDataset) -> torch.Tensor:
+    """(E, 2): the tokens of segment A and of segment B of every [CLS] A [SEP] B [SEP] example."""
+    if dataset.objective == "mlm":
+        raise ValueError("an MLM-only dataset has one segment per example; segment lengths need pairs")
+    example = torch.repeat_interleave(torch.arange(len(dataset)), dataset.lengths)           # (T,)
+    b = torch.zeros(len(dataset), dtype=torch.long).index_add_(0, example, dataset.token_type_ids.long())
+    return torch.stack([dataset.lengths - b - 2, b - 1], dim=1)           # minus [CLS], [SEP]; minus [SEP]
+
+
+def _cells(lengths: torch.Tensor) -> torch.Tensor:
+    return lengths[:, 0] * 10_000 + lengths[:, 1]                          # one id per (len A, len B)
+
+
+def length_shortcut(train: PretrainingDataset, test: PretrainingDataset,
+                    indices: Sequence[int] | None = None) -> dict:
+    """The best a classifier reading only the two segment lengths can do: for every (len A, len B)
+    cell, the label seen most often there in training (unseen cells: the majority label). Returns its
+    sentence_metrics on `test` (or on its examples at `indices`)."""
+    cells, labels = _cells(segment_lengths(train)), train.sentence_labels.long()
+    keys, inverse = cells.unique(return_inverse=True)
+    ones = torch.zeros(len(keys)).index_add_(0, inverse, labels.float())
+    counts = torch.bincount(inverse, minlength=len(keys)).float()
+    majority = int(labels.float().mean() > 0.5)
+    cell_label = torch.where(ones * 2 == counts, majority, (ones * 2 > counts).long())
+    test_cells = _cells(segment_lengths(test))
+    at = torch.searchsorted(keys, test_cells).clamp(max=len(keys) - 1)
+    predicted = torch.where(keys[at] == test_cells, cell_label[at], majority)
+    truth = test.sentence_labels.long()
+    if indices is not None:
+        predicted, truth = predicted[list(indices)], truth[list(indices)]
+    return sentence_metrics(predicted, truth, f"{test.objective} from segment lengths")
+
+
+def length_matched(dataset: PretrainingDataset, seed: int = 0) -> list[int]:
+    """Indices of a subset on which segment lengths say nothing about the label: in every (len A, len B)
+    cell, as many examples of each label (a seeded choice of the more frequent one's)."""
+    cells, labels = _cells(segment_lengths(dataset)), dataset.sentence_labels.long()
+    generator = torch.Generator().manual_seed(seed)
+    keep = []
+    for cell in cells.unique():
+        per_label = [((cells == cell) & (labels == k)).nonzero().flatten() for k in (0, 1)]
+        n = min(len(p) for p in per_label)
+        keep += [i for p in per_label for i in p[torch.randperm(len(p), generator=generator)[:n]].tolist()]
+    return sorted(keep)
+
+
+# ------------------------------------------------------------------------------- measurements
+@torch.no_grad()
+def read_pairs(model: AlbertForPretraining, dataset: PretrainingDataset, indices: Sequence[int],
+               batch_size: int = 256) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The frozen pooled output (n, H) and, for a model with a sentence head, its predicted class (n,)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    pooled, predicted = [], []
+    for start in range(0, len(indices), batch_size):
+        batch = collate([dataset[i] for i in indices[start:start + batch_size]])
+        out = model.albert(batch["input_ids"].to(device), batch["token_type_ids"].to(device),
+                           batch["attention_mask"].to(device))
+        pooled.append(out.pooled_output.float().cpu())
+        if model.sentence_head is not None:
+            predicted.append(model.sentence_head(out.pooled_output).argmax(-1).cpu())
+    model.train(was_training)
+    return torch.cat(pooled), (torch.cat(predicted) if predicted else None)
+
+
+def fit_logistic(features: torch.Tensor, labels: torch.Tensor, weight_decay: float = 1e-3,
+                 steps: int = 100):
+    """A logistic regression on standardised features, fitted by L-BFGS (deterministic): returns a
+    function from features (n, D) to predicted classes (n,)."""
+    mean, std = features.mean(0), features.std(0).clamp(min=1e-6)
+    x = (features - mean) / std
+    linear = nn.Linear(features.shape[1], int(labels.max()) + 1)
+    nn.init.zeros_(linear.weight)
+    nn.init.zeros_(linear.bias)
+    optimizer = torch.optim.LBFGS(linear.parameters(), max_iter=steps, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(linear(x), labels) + weight_decay * linear.weight.square().sum()
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    return lambda f: linear((f - mean) / std).argmax(-1).detach()
+
+
+def cross_evaluate(model: AlbertForPretraining, data: dict[str, PretrainingDataset],
+                   probe_train: dict[str, PretrainingDataset], matched: dict[str, list[int]],
+                   probe_examples: int, seed: int = 0) -> dict:
+    """One model on every task: {"mlm": evaluate_pretraining on data["mlm"], "nsp"/"sop": {"head": own
+    head's sentence_metrics or None, "head_matched": the same on the length-matched subset, "probe",
+    "probe_matched": the linear probe's}}."""
+    result = {"mlm": evaluate_pretraining(model, data["mlm"])}
+    for task in SENTENCE_TASKS:
+        test = data[task]
+        every = list(range(len(test)))
+        train_at = evaluation_sample(probe_train[task], probe_examples, seed)
+        train_x, _ = read_pairs(model, probe_train[task], train_at)
+        test_x, predicted = read_pairs(model, test, every)
+        probe = fit_logistic(train_x, probe_train[task].sentence_labels[train_at].long())(test_x)
+        truth = test.sentence_labels.long()
+        at = matched[task]
+        result[task] = {
+            "head": None if predicted is None else sentence_metrics(predicted, truth, task),
+            "head_matched": None if predicted is None else sentence_metrics(predicted[at], truth[at], task),
+            "probe": sentence_metrics(probe, truth, task),
+            "probe_matched": sentence_metrics(probe[at], truth[at], task)}
+    return result
+
+
+def crossing_step(curve: Sequence[dict], task: str, level: float = 0.6) -> int | None:
+    """The first step at which the task's accuracy reaches `level` (level "chance": at which the lower end
+    of its 95% interval is above 50%), or None if it never does."""
+    for point in curve:
+        m = point[task]
+        if (m["ci95"][0] > 0.5) if level == "chance" else (m["accuracy"] >= level):
+            return point["step"]
+    return None
+
+
+def sentence_curve(checkpoints: dict[int, object], data: dict[str, PretrainingDataset],
+                   max_examples: int | None = 1000, seed: int = 0) -> list[dict]:
+    """NSP and SOP accuracy of the model's own sentence head at every kept checkpoint, on a fixed seeded
+    sample of max_examples held-out pairs per task: [{"step", "arm", "nsp", "sop"}]."""
+    from .train import load_checkpoint
+
+    points = []
+    for step, path in checkpoints.items():
+        model = load_checkpoint(path)
+        point = {"step": step, "arm": model.sentence_task}
+        for task in SENTENCE_TASKS:
+            at = evaluation_sample(data[task], max_examples, seed)
+            _, predicted = read_pairs(model, data[task], at)
+            point[task] = sentence_metrics(predicted, data[task].sentence_labels[at].long(), task)
+        points.append(point)
+    return points
+
+
+# ------------------------------------------------------------------------------- the experiment
+def ablation_settings(scale: Scale) -> dict:
+    """Sizes of the experiment's parts at a scale (the course runs in minutes with the zoo cached)."""
+    course = scale.name != "ci"
+    return {"probe_examples": 2000 if course else 200, "curve_examples": 1000 if course else 100,
+            "downstream_labels": 256 if course else 32,
+            "finetune": (FinetuneArgs(steps=300, warmup=30, eval_every=25, max_seq_len=scale.max_seq_len)
+                         if course else FinetuneArgs(steps=20, warmup=2, eval_every=10, dev_examples=100,
+                                                     max_seq_len=scale.max_seq_len))}
+
+
+def run_ablation(arms: Sequence[str] = ARMS, seeds: int = 3, scale: Scale | str | None = None,
+                 downstream: Sequence[str] = DOWNSTREAM_TASKS, curves: bool = True,
+                 progress: bool = True) -> dict:
+    """The whole experiment: returns a JSON-ready dict (see the module doc). Builds missing zoo entries."""
+    from . import zoo
+    from .tasks import load_task
+    from .tokenizer import course_tokenizer
+
+    scale = current_scale(scale)
+    if not arms or any(a not in ARMS for a in arms):
+        raise ValueError(f"arms must be a non-empty subset of {', '.join(ARMS)}, got {list(arms)}")
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
+    settings = ablation_settings(scale)
+    t0 = time.perf_counter()
+    data = {objective: heldout(objective, scale) for objective in ARMS}
+    probe_train = {task: course_pretraining_data(task, "train", scale) for task in SENTENCE_TASKS}
+    matched = {task: length_matched(data[task]) for task in SENTENCE_TASKS}
+    result = {"scale": scale.name, "arms": list(arms), "seeds": list(range(seeds)),
+              "heldout": {task: {"examples": len(d), "length_matched": len(matched.get(task, []))}
+                          for task, d in data.items()},
+              "probe_examples": settings["probe_examples"],
+              "downstream_labels": settings["downstream_labels"], "paper": PAPER_TABLE5,
+              "shortcut": {task: {"all": length_shortcut(probe_train[task], data[task]),
+                                  "length_matched": length_shortcut(probe_train[task], data[task],
+                                                                    matched[task])}
+                           for task in SENTENCE_TASKS},
+              "runs": [], "curves": {}, "downstream": []}
+    models = {(arm, seed): zoo.load(arm_entry(arm, seed), scale, progress=progress)
+              for arm in arms for seed in range(seeds)}
+    reference = next(iter(models.values())).config
+    torch.manual_seed(0)
+    starts = {"random init": AlbertForPretraining(reference, sentence_task=None).eval()}
+    jobs = [("random init", 0, starts["random init"])] + [(arm, s, m) for (arm, s), m in models.items()]
+    for arm, seed, model in tqdm(jobs, disable=not progress, desc="cross-evaluation"):
+        entry = None if arm == "random init" else arm_entry(arm, seed)
+        measured = cross_evaluate(model, data, probe_train, matched, settings["probe_examples"])
+        result["runs"].append({"arm": arm, "seed": seed, "entry": entry, **measured})
+    if curves:
+        for (arm, seed), model in tqdm(models.items(), disable=not progress, desc="curves"):
+            kept = zoo.checkpoints(arm_entry(arm, seed), scale)
+            if model.sentence_head is not None and len(kept) >= scale.zoo_evals:
+                result["curves"][arm_entry(arm, seed)] = sentence_curve(kept, data,
+                                                                        settings["curve_examples"])
+    tokenizer = course_tokenizer(scale)
+    for name in downstream:
+        task = load_task(name, scale.max_documents)
+        for (arm, seed), model in models.items():
+            rows = learning_curve(task, tokenizer, {arm: model}, [settings["downstream_labels"]], [seed],
+                                  settings["finetune"], progress=False)
+            result["downstream"] += [{"task": name, **row} for row in rows]
+    result["summary"] = summarize(result)
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    return result
+
+
+def _mean_spread(values: list[float]) -> dict:
+    return {"mean": sum(values) / len(values), "min": min(values), "max": max(values), "seeds": len(values)}
+
+
+def summarize(result: dict) -> dict:
+    """Per arm, over seeds: mean, min and max of [MASK] accuracy, each sentence accuracy (own head and
+    probe, all and length-matched) and each downstream task's test accuracy."""
+    summary = {}
+    for arm in [*result["arms"], "random init"]:
+        runs = [r for r in result["runs"] if r["arm"] == arm]
+        if not runs:
+            continue
+        row = {"mask": _mean_spread([r["mlm"]["mlm"]["mask"]["accuracy"] for r in runs])}
+        for task in SENTENCE_TASKS:
+            for reading in ("head", "head_matched", "probe", "probe_matched"):
+                if runs[0][task][reading] is not None:
+                    row[f"{task}_{reading}"] = _mean_spread([r[task][reading]["accuracy"] for r in runs])
+        for name in sorted({d["task"] for d in result["downstream"]}):
+            rows = [d for d in result["downstream"] if d["task"] == name]
+            points = [p for p in curve_summary(rows, "accuracy") if p["start"] == arm]
+            if points:
+                row[name] = {k: points[0][k] for k in ("mean", "min", "max", "seeds")}
+        summary[arm] = row
+    return summary
+
+
+def format_summary(result: dict) -> str:
+    """The matrix as a terminal table: mean over seeds (min-max) in %."""
+    def cell(stat: dict | None) -> str:
+        if stat is None:
+            return "-"
+        return f"{100 * stat['mean']:.1f} ({100 * stat['min']:.1f}-{100 * stat['max']:.1f})"
+    columns = ["mask", "nsp_head", "sop_head", "sop_head_matched", "nsp_probe", "sop_probe_matched",
+               *sorted({d["task"] for d in result["downstream"]})]
+    lines = [f"{'arm':12s}" + "".join(f"{c:>22s}" for c in columns)]
+    for arm, row in result["summary"].items():
+        lines.append(f"{arm:12s}" + "".join(f"{cell(row.get(c)):>22s}" for c in columns))
+    return "\n".join(lines)
