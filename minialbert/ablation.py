@@ -34,11 +34,15 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from . import zoo
 from .evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics
 from .finetune import FinetuneArgs, curve_summary, learning_curve
 from .model import AlbertForPretraining
 from .pretraining_data import PretrainingDataset, collate, course_pretraining_data
 from .scale import Scale, current_scale
+from .tasks import load_task
+from .tokenizer import course_tokenizer
+from .train import load_checkpoint
 
 ARMS = ("mlm", "nsp", "sop")
 SENTENCE_TASKS = ("nsp", "sop")
@@ -207,8 +211,6 @@ def sentence_curve(checkpoints: dict[int, object], data: dict[str, PretrainingDa
                    max_examples: int | None = 1000, seed: int = 0) -> list[dict]:
     """NSP and SOP accuracy of the model's own sentence head at every kept checkpoint, on a fixed seeded
     sample of max_examples held-out pairs per task: [{"step", "arm", "nsp", "sop"}]."""
-    from .train import load_checkpoint
-
     points = []
     for step, path in checkpoints.items():
         model = load_checkpoint(path)
@@ -236,10 +238,6 @@ def run_ablation(arms: Sequence[str] = ARMS, seeds: int = 3, scale: Scale | str 
                  downstream: Sequence[str] = DOWNSTREAM_TASKS, curves: bool = True,
                  progress: bool = True) -> dict:
     """The whole experiment: returns a JSON-ready dict (see the module doc). Builds missing zoo entries."""
-    from . import zoo
-    from .tasks import load_task
-    from .tokenizer import course_tokenizer
-
     scale = current_scale(scale)
     if not arms or any(a not in ARMS for a in arms):
         raise ValueError(f"arms must be a non-empty subset of {', '.join(ARMS)}, got {list(arms)}")

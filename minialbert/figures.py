@@ -26,6 +26,7 @@ FIGURE_LESSONS = {
     "06_layer_smoothness.ipynb": ["layer_transitions", "layer_transitions_training",
                                   "layer_transitions_sharing"],
     "07_finetuning_and_fast_adaptation.ipynb": ["learning_curve"],
+    "08_nsp_vs_sop_ablation.ipynb": ["nsp_vs_sop"],
     "10_triton_fused_attention.ipynb": ["attention_roofline"],
 }
 
