@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from . import download as dl
 from .config import AlbertConfig
@@ -382,7 +382,7 @@ def _is_404(error: dl.DownloadError) -> bool:
     return isinstance(error.__cause__, urllib.error.HTTPError) and error.__cause__.code == 404
 
 
-def _fetch(name: str, revision: str | None, cache_dir: str | Path | None) -> Path:
+def _fetch(name: str, revision: str | None, cache_dir: str | Path | None, timeout: float) -> Path:
     """Download an official checkpoint's files (once) into the cache; return their directory."""
     repo, pinned = OFFICIAL[name]
     revision = revision or pinned
@@ -390,7 +390,7 @@ def _fetch(name: str, revision: str | None, cache_dir: str | Path | None) -> Pat
     directory = root / repo.replace("/", "--") / revision
 
     def get(file: str) -> Path:
-        return dl.download(f"{HUB_URL}/{repo}/resolve/{revision}/{file}", directory / file)
+        return dl.download(f"{HUB_URL}/{repo}/resolve/{revision}/{file}", directory / file, timeout=timeout)
 
     get("config.json")
     if not any((directory / f).is_file() for f in ("model.safetensors", "pytorch_model.bin")):
@@ -407,12 +407,14 @@ def _fetch(name: str, revision: str | None, cache_dir: str | Path | None) -> Pat
 
 
 def load_pretrained(name_or_dir: str | Path, revision: str | None = None,
-                    cache_dir: str | Path | None = None) -> tuple[AlbertForPretraining, Path | None]:
+                    cache_dir: str | Path | None = None,
+                    timeout: float = 60) -> tuple[AlbertForPretraining, Path | None]:
     """An official checkpoint by name (downloaded once, pinned revision) or a local HF directory.
 
     Returns (model in eval mode, path of its tokenizer file or None if the checkpoint has none): the
     tokenizer file is spiece.model (ALBERT) if present, else vocab.txt (BERT); read it with load_tokenizer.
-    A local directory (config.json + model.safetensors or pytorch_model.bin) loads offline.
+    A local directory (config.json + model.safetensors or pytorch_model.bin) loads offline. `timeout`
+    (seconds) bounds each wait on the network, so an unreachable hub fails in about that time.
     """
     path = Path(name_or_dir)
     if path.is_dir():
@@ -421,7 +423,21 @@ def load_pretrained(name_or_dir: str | Path, revision: str | None = None,
         raise ValueError(f"{str(name_or_dir)!r} is neither a local directory nor an official checkpoint; "
                          f"choose one of {', '.join(OFFICIAL)} or pass a directory holding config.json and "
                          "model.safetensors")
-    return _load_dir(_fetch(str(name_or_dir), revision, cache_dir))
+    return _load_dir(_fetch(str(name_or_dir), revision, cache_dir, timeout))
+
+
+def save_pretrained(model, directory: str | Path, tokenizer: Tokenizer | None = None) -> Path:
+    """Write `model` as an HF ALBERT checkpoint directory: config.json and model.safetensors from to_hf,
+    plus the tokenizer as spiece.model when given. transformers' from_pretrained and load_pretrained
+    both read the directory; return it."""
+    state_dict, config = to_hf(model)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(state_dict, directory / "model.safetensors", metadata={"format": "pt"})
+    dl.atomic_write(directory / "config.json", (json.dumps(config, indent=2) + "\n").encode())
+    if tokenizer is not None:
+        tokenizer.save(directory / "spiece.model")
+    return directory
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer | WordPieceTokenizer:

@@ -8,7 +8,9 @@ import functools
 import http.server
 import json
 import os
+import socket
 import threading
+import time
 
 import pytest
 import torch
@@ -305,6 +307,22 @@ def test_load_pretrained_from_local_directory(tmp_path):
         hf.load_pretrained(tmp_path / "empty")
 
 
+def test_save_pretrained_writes_a_directory_both_loaders_read(tmp_path):
+    from minialbert.tokenizer import Tokenizer
+
+    model = _ours()
+    tokenizer = Tokenizer.train([f"the json module returns {i} values" for i in range(200)], vocab_size=90)
+    directory = hf.save_pretrained(model, tmp_path / "ckpt", tokenizer)
+    assert sorted(p.name for p in directory.iterdir()) == ["config.json", "model.safetensors", "spiece.model"]
+    _compare_with_transformers(model, transformers.AlbertForPreTraining.from_pretrained(directory))
+    loaded, spiece = hf.load_pretrained(directory)
+    assert spiece == directory / "spiece.model"
+    assert hf.load_tokenizer(spiece).model_proto == tokenizer.model_proto
+    mine, theirs = model.state_dict(), loaded.state_dict()
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine) and mine.keys() == theirs.keys()
+    assert not (hf.save_pretrained(model, tmp_path / "no-tokenizer") / "spiece.model").exists()
+
+
 def test_load_tokenizer_reads_both_kinds(tmp_path):
     from minialbert.tokenizer import Tokenizer, WordPieceTokenizer
 
@@ -362,6 +380,17 @@ def test_load_pretrained_by_name_from_loopback_hub(hub):
     server.shutdown()                                   # a second load comes from the cache
     again, _ = hf.load_pretrained("albert-base-v2")
     assert torch.equal(again.mlm_head.bias, model.mlm_head.bias)
+
+
+def test_load_pretrained_timeout_bounds_a_silent_hub(tmp_path, monkeypatch):
+    """A hub that accepts the connection and never answers fails after `timeout`, not after minutes."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        monkeypatch.setattr(hf, "HUB_URL", f"http://127.0.0.1:{silent.getsockname()[1]}")
+        start = time.perf_counter()
+        with pytest.raises(hf.dl.DownloadError, match=r"timeout was 0\.3 s"):
+            hf.load_pretrained("albert-base-v2", cache_dir=tmp_path, timeout=0.3)
+        assert time.perf_counter() - start < 5
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))        # nothing half-written stays behind
 
 
 def test_load_pretrained_falls_back_to_pytorch_model_bin(hub, tmp_path):
