@@ -197,12 +197,13 @@ def cross_evaluate(model: AlbertForPretraining, data: dict[str, PretrainingDatas
     return result
 
 
-def crossing_step(curve: Sequence[dict], task: str, level: float = 0.6) -> int | None:
-    """The first step at which the task's accuracy reaches `level` (level "chance": at which the lower end
-    of its 95% interval is above 50%), or None if it never does."""
+def crossing_step(curve: Sequence[dict], task: str, level: float | str = 0.6) -> int | None:
+    """The first step at which the task's accuracy reaches `level`, or, for level "chance", at which the
+    lower end of its 95% interval is above chance (the share of the sample's majority label, so a constant
+    predictor never counts); None if it never does."""
     for point in curve:
         m = point[task]
-        if (m["ci95"][0] > 0.5) if level == "chance" else (m["accuracy"] >= level):
+        if (m["ci95"][0] > m["chance"]) if level == "chance" else (m["accuracy"] >= level):
             return point["step"]
     return None
 

@@ -232,7 +232,7 @@ def plot_ablation(result: dict, axes=None):
     ax_matrix.set_xticks(range(len(columns)), [name for name, _ in columns], rotation=20, ha="right",
                          fontsize=8)
     ax_matrix.set(ylabel="held-out accuracy", ylim=(0, 1),
-                  title="cross-evaluation (dots: seeds with 95% intervals; bars: mean)")
+                  title="cross-evaluation\n(dots: seeds with 95% intervals; bars: their mean)")
     ax_matrix.legend(fontsize=7, loc="upper left")
     labelled = set()
     for curve in result["curves"].values():
@@ -246,7 +246,7 @@ def plot_ablation(result: dict, axes=None):
     ax_curves.axhline(0.5, color="grey", ls=":", lw=1)
     ax_curves.axhline(0.6, color="grey", ls="-.", lw=0.8, label="60%")
     ax_curves.set(xlabel="pretraining step", ylabel="held-out accuracy (own head)",
-                  title="NSP (dashed) and SOP (solid) over training, one line per seed")
+                  title="own head over training\n(NSP dashed, SOP solid; one line per seed)")
     ax_curves.grid(alpha=0.3)
     ax_curves.legend(fontsize=7)
     tasks = list(dict.fromkeys(d["task"] for d in result["downstream"]))
@@ -262,7 +262,7 @@ def plot_ablation(result: dict, axes=None):
     ax_down.axhline(0.5, color="grey", ls="--", lw=1)
     ax_down.set_xticks(range(len(tasks)), tasks, fontsize=8)
     ax_down.set(ylim=(0, 1), ylabel="test accuracy",
-                title=f"fine-tuned on {result['downstream_labels']} labels (mean, min-max)")
+                title=f"fine-tuned on {result['downstream_labels']} labels\n(mean over seeds, min-max)")
     ax_down.legend(fontsize=7)
     return axes
 

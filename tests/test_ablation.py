@@ -71,11 +71,12 @@ def test_fit_logistic_separates_what_is_separable_and_not_noise():
 
 
 def test_crossing_step_and_arm_names():
-    def point(step, acc, low):
-        return {"step": step, "nsp": {"accuracy": acc, "ci95": [low, acc + 0.02]}}
-    curve = [point(1000, 0.52, 0.49), point(2000, 0.55, 0.52), point(3000, 0.61, 0.58)]
-    assert ablation.crossing_step(curve, "nsp") == 3000
-    assert ablation.crossing_step(curve, "nsp", "chance") == 2000
+    def point(step, acc, low, chance=0.5):
+        return {"step": step, "nsp": {"accuracy": acc, "ci95": [low, acc + 0.02], "chance": chance}}
+    curve = [point(1000, 0.55, 0.52, chance=0.55),          # the majority guessed: not above chance
+             point(2000, 0.52, 0.49), point(3000, 0.55, 0.52), point(4000, 0.61, 0.58)]
+    assert ablation.crossing_step(curve, "nsp") == 4000
+    assert ablation.crossing_step(curve, "nsp", "chance") == 3000
     assert ablation.crossing_step(curve, "nsp", 0.7) is None
     assert ablation.arm_entry("sop") == "albert-sop" and ablation.arm_entry("nsp", 2) == "albert-nsp-seed2"
     with pytest.raises(ValueError, match="unknown arm 'bert'"):
