@@ -212,12 +212,12 @@ def sentence_curve(checkpoints: dict[int, object], data: dict[str, PretrainingDa
                    max_examples: int | None = 1000, seed: int = 0) -> list[dict]:
     """NSP and SOP accuracy of the model's own sentence head at every kept checkpoint, on a fixed seeded
     sample of max_examples held-out pairs per task: [{"step", "arm", "nsp", "sop"}]."""
+    samples = {task: evaluation_sample(data[task], max_examples, seed) for task in SENTENCE_TASKS}
     points = []
     for step, path in checkpoints.items():
         model = load_checkpoint(path)
         point = {"step": step, "arm": model.sentence_task}
-        for task in SENTENCE_TASKS:
-            at = evaluation_sample(data[task], max_examples, seed)
+        for task, at in samples.items():
             _, predicted = read_pairs(model, data[task], at)
             point[task] = sentence_metrics(predicted, data[task].sentence_labels[at].long(), task)
         points.append(point)
@@ -263,8 +263,8 @@ def run_ablation(arms: Sequence[str] = ARMS, seeds: int = 3, scale: Scale | str 
               for arm in arms for seed in range(seeds)}
     reference = next(iter(models.values())).config
     torch.manual_seed(0)
-    starts = {"random init": AlbertForPretraining(reference, sentence_task=None).eval()}
-    jobs = [("random init", 0, starts["random init"])] + [(arm, s, m) for (arm, s), m in models.items()]
+    random_init = AlbertForPretraining(reference, sentence_task=None).eval()
+    jobs = [("random init", 0, random_init)] + [(arm, s, m) for (arm, s), m in models.items()]
     for arm, seed, model in tqdm(jobs, disable=not progress, desc="cross-evaluation"):
         entry = None if arm == "random init" else arm_entry(arm, seed)
         measured = cross_evaluate(model, data, probe_train, matched, settings["probe_examples"])

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 
 from . import download as dl
 from .config import AlbertConfig
@@ -433,7 +433,7 @@ def save_pretrained(model, directory: str | Path, tokenizer: Tokenizer | None = 
     state_dict, config = to_hf(model)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    save_file(state_dict, directory / "model.safetensors", metadata={"format": "pt"})
+    dl.atomic_write(directory / "model.safetensors", save(state_dict, metadata={"format": "pt"}))
     dl.atomic_write(directory / "config.json", (json.dumps(config, indent=2) + "\n").encode())
     if tokenizer is not None:
         tokenizer.save(directory / "spiece.model")

@@ -265,4 +265,3 @@ def plot_ablation(result: dict, axes=None):
                 title=f"fine-tuned on {result['downstream_labels']} labels\n(mean over seeds, min-max)")
     ax_down.legend(fontsize=7)
     return axes
-
