@@ -1,7 +1,8 @@
 """ALBERT's pretraining examples: n-gram masking, sentence-order (SOP) and next-sentence (NSP) pairs.
 
 Reading order: masking one sequence (`ngram_mask`), cutting documents into segments
-(`sentence_order_pairs`, `next_sentence_pairs`, `single_segments`), building and caching a
+(`sentence_order_pairs`, `next_sentence_pairs`, `single_segments`, and `length_balanced` against
+a length shortcut), building and caching a
 whole dataset (`build_examples`, `course_pretraining_data`), and batching it (`collate`,
 `make_dataloader`). The recipe follows the paper and google-research/albert's
 create_pretraining_data.py; every random choice comes from one seeded `random.Random`.
@@ -14,6 +15,7 @@ import json
 import os
 import random
 import warnings
+from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -299,6 +301,31 @@ def single_segments(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: i
 SEGMENTERS = {"mlm": single_segments, "nsp": next_sentence_pairs, "sop": sentence_order_pairs}
 
 
+def length_balanced(lengths: Sequence[tuple[int, int]], labels: Sequence[int],
+                    rng: random.Random) -> list[int]:
+    """Indices of the pairs to keep so that segment lengths say nothing about the label: in every
+    (len A, len B) cell as many pairs of label 0 as of label 1 (a seeded choice of the more frequent
+    label's). Sorted.
+
+    Why: at short sequence lengths a SOP chunk is often one sentence and then the run that crosses the
+    target, so the second run is longer on average and a swapped pair tends to have the longer A; a
+    classifier reading only the two lengths then beats chance (lesson 08 measures it). Any function of
+    the lengths (the [SEP] position, the total length) is at exactly 50% on the kept pairs.
+    """
+    if len(lengths) != len(labels):
+        raise ValueError(f"{len(lengths)} length pairs for {len(labels)} labels")
+    if set(labels) - {0, 1}:
+        raise ValueError(f"length balancing needs labels 0 and 1, got {sorted(set(labels))}")
+    cells: dict[tuple[int, int], tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
+    for i, (cell, label) in enumerate(zip(lengths, labels)):
+        cells[tuple(cell)][label].append(i)
+    keep = []
+    for zeros, ones in cells.values():                 # insertion order: deterministic
+        n = min(len(zeros), len(ones))
+        keep += rng.sample(zeros, n) + rng.sample(ones, n)
+    return sorted(keep)
+
+
 # ---------------------------------------------------------------------------------------------
 # The dataset: examples stored flat (one token tensor + offsets), cached with safetensors
 
@@ -417,10 +444,15 @@ def unmasked_ids(example: dict[str, torch.Tensor]) -> torch.Tensor:
 
 def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], vocab: MaskingVocab,
                                   objective: str, max_seq_len: int, seed: int, dupe_factor: int = 1,
-                                  short_seq_prob: float = SHORT_SEQ_PROB,
-                                  mask_rate: float = MASK_RATE) -> PretrainingDataset:
-    """Segment, add specials and mask token-id documents; dupe_factor passes give new cuts and masks."""
+                                  short_seq_prob: float = SHORT_SEQ_PROB, mask_rate: float = MASK_RATE,
+                                  balance_lengths: bool = False) -> PretrainingDataset:
+    """Segment, add specials and mask token-id documents; dupe_factor passes give new cuts and masks.
+
+    balance_lengths keeps, in every pass, only the `length_balanced` pairs (nsp and sop only).
+    """
     _check_objective(objective)
+    if balance_lengths and objective == "mlm":
+        raise ValueError("balance_lengths balances the labels of pairs; objective 'mlm' has no pairs")
     if max_seq_len < 5:
         raise ValueError(f"max_seq_len={max_seq_len} leaves no room for [CLS] A [SEP] B [SEP]; use >= 5")
     if dupe_factor < 1:
@@ -433,7 +465,11 @@ def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], 
     labels: list[int] = []
     offsets, sentence_labels = [0], []
     for _ in range(dupe_factor):
-        for seg in SEGMENTERS[objective](documents, max_seq_len, rng, short_seq_prob):
+        segments = SEGMENTERS[objective](documents, max_seq_len, rng, short_seq_prob)
+        if balance_lengths:
+            kept = length_balanced([(len(s.a), len(s.b)) for s in segments], [s.label for s in segments], rng)
+            segments = [segments[i] for i in kept]
+        for seg in segments:
             tokens = [CLS_ID, *seg.a, SEP_ID] + ([] if seg.b is None else [*seg.b, SEP_ID])
             masked = ngram_mask(tokens, vocab, rng, mask_rate)
             ids += masked.input_ids
@@ -449,8 +485,8 @@ def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], 
 
 
 def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
-                   seed: int, dupe_factor: int = 1, cache: bool = True,
-                   mask_rate: float = MASK_RATE) -> PretrainingDataset:
+                   seed: int, dupe_factor: int = 1, cache: bool = True, mask_rate: float = MASK_RATE,
+                   balance_lengths: bool = False) -> PretrainingDataset:
     """Documents -> masked pretraining examples, cached under cache_dir()/pretraining.
 
     The cache key hashes the tokenizer model, the documents and every setting, so a change to
@@ -459,8 +495,10 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
     _check_objective(objective)
     path = None
     if cache:
-        key = _cache_key(documents, tokenizer, objective, max_seq_len, seed, dupe_factor, mask_rate)
-        path = cache_dir() / "pretraining" / f"{objective}-{key[:24]}.safetensors"
+        key = _cache_key(documents, tokenizer, objective, max_seq_len, seed, dupe_factor, mask_rate,
+                         balance_lengths)
+        name = f"{objective}-balanced" if balance_lengths else objective
+        path = cache_dir() / "pretraining" / f"{name}-{key[:24]}.safetensors"
         if path.exists():
             try:
                 cached = PretrainingDataset.load(path)
@@ -473,18 +511,21 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
                 warnings.warn(f"{e}; rebuilding it", stacklevel=2)
     token_docs = [[tokenizer.encode(s) for s in doc.sentences] for doc in documents]
     dataset = examples_from_token_documents(token_docs, MaskingVocab.from_tokenizer(tokenizer), objective,
-                                            max_seq_len, seed, dupe_factor, mask_rate=mask_rate)
+                                            max_seq_len, seed, dupe_factor, mask_rate=mask_rate,
+                                            balance_lengths=balance_lengths)
     if path is not None:
         dataset.save(path)
     return dataset
 
 
 def _cache_key(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
-               seed: int, dupe_factor: int, mask_rate: float) -> str:
+               seed: int, dupe_factor: int, mask_rate: float, balance_lengths: bool) -> str:
     digest = hashlib.sha256()
     settings = {"format": FORMAT_VERSION, "objective": objective, "max_seq_len": max_seq_len, "seed": seed,
                 "dupe_factor": dupe_factor, "mask_rate": mask_rate, "max_ngram": MAX_NGRAM,
                 "short_seq_prob": SHORT_SEQ_PROB}
+    if balance_lengths:                         # only when set: the unbalanced caches keep their keys
+        settings["balance_lengths"] = True
     digest.update(json.dumps(settings, sort_keys=True).encode())
     digest.update(hashlib.sha256(tokenizer.model_proto).digest())
     for doc in documents:
@@ -492,19 +533,21 @@ def _cache_key(documents: Sequence[Document], tokenizer: Tokenizer, objective: s
     return digest.hexdigest()
 
 
-def course_pretraining_data(objective: str, split: str = "train",
-                            scale: Scale | str | None = None) -> PretrainingDataset:
+def course_pretraining_data(objective: str, split: str = "train", scale: Scale | str | None = None,
+                            balance_lengths: bool = False) -> PretrainingDataset:
     """The course's pretraining set for one objective and split, built once and then read from cache.
 
     The train split adds the docstrings of the scale's packages (held-out splits stay stdlib prose):
     the sweep found the stdlib's 220k words too few for a model to learn more than memorising them.
+    balance_lengths: keep only `length_balanced` pairs (the NSP vs SOP ablation's cue-free SOP arm).
     """
     scale = current_scale(scale)
     documents = pydocs_documents(split, scale.max_documents)
     if split == "train":
         documents = documents + package_documents(split, scale.packages)   # never extend a cached list
     return build_examples(documents, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
-                          dupe_factor=scale.dupe_factor, mask_rate=scale.mask_rate)
+                          dupe_factor=scale.dupe_factor, mask_rate=scale.mask_rate,
+                          balance_lengths=balance_lengths)
 
 
 # ---------------------------------------------------------------------------------------------

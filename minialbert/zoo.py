@@ -57,6 +57,7 @@ class Entry:
     changes: tuple = ()               # config fields changed from the preset: ((field, value), ...)
     seed: int = 0
     budget: str = "zoo"               # zoo: scale.zoo_steps; lesson: scale.pretrain_steps (lesson 05)
+    balanced: bool = False            # train on length-balanced pairs (pretraining_data.length_balanced)
 
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
@@ -85,6 +86,11 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     # entry above, these differ from it only in the seed (initialisation, data order, masking).
     *(Entry(f"albert-{objective}-seed{seed}", objective, f"albert-{objective} with seed {seed}", seed=seed)
       for objective in ("mlm", "nsp", "sop") for seed in (1, 2)),
+    # The ablation's fourth arm: SOP on pairs whose segment lengths say nothing about the order. At 32
+    # tokens the recipe's SOP pairs carry a length cue (a rule on the two lengths alone scores 55%).
+    *(Entry(f"albert-sop-balanced{f'-seed{seed}' if seed else ''}", "sop",
+            f"albert-sop trained on length-balanced pairs{f', seed {seed}' if seed else ''} (no length cue)",
+            seed=seed, balanced=True) for seed in (0, 1, 2)),
 )}
 
 
@@ -110,7 +116,7 @@ def entry_args(e: Entry, scale: Scale) -> TrainArgs:
 def entry_dir(e: Entry, scale: Scale) -> Path:
     """Where the entry lives: its name and a key over everything that decides its weights."""
     args = {k: v for k, v in dataclasses.asdict(entry_args(e, scale)).items() if k not in NOT_IN_KEY}
-    data = course_pretraining_data(e.objective, "train", scale)
+    data = course_pretraining_data(e.objective, "train", scale, e.balanced)
     settings = {"config": entry_config(e, scale).to_dict(), "args": args, "data": data.checksum(),
                 "recipe": RECIPE_VERSION}
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
@@ -168,8 +174,8 @@ def load(name: str, scale: Scale | str | None = None, progress: bool = True,
 def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
            callbacks: Iterable[Callable[[dict], None]] = ()) -> None:
     args = entry_args(e, scale)
-    train = course_pretraining_data(e.objective, "train", scale)
-    valid = course_pretraining_data(e.objective, "valid", scale)
+    train = course_pretraining_data(e.objective, "train", scale, e.balanced)
+    valid = course_pretraining_data(e.objective, "valid", scale, e.balanced)
     done = _steps_done(run_dir)
     if done == 0 and run_dir.exists():                  # damaged or never checkpointed: never trusted
         warnings.warn(f"zoo entry {e.name!r}: {run_dir} holds no verified checkpoint; training it again",
