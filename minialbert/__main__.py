@@ -128,13 +128,15 @@ def build_parser() -> Parser:
                      help="also write the summary (held-out metrics and minutes per entry) as JSON here")
 
     abl = sub.add_parser("ablation", help="the NSP vs SOP ablation (the paper's Table 5) on the zoo's arms",
-                         description="Cross-evaluate the zoo's MLM-only, NSP and SOP arms (MLM, NSP and SOP "
+                         description="Cross-evaluate the zoo's MLM-only, NSP, SOP and length-balanced SOP "
+                                     "arms (MLM, NSP and SOP "
                                      "accuracy with their own heads and with linear probes, on all held-out "
                                      "pairs and on the length-matched ones), draw their NSP/SOP curves over "
                                      "training, fine-tune each on the offline tasks, and write the JSON and "
                                      "the figure. Builds the zoo entries it needs that are missing.")
     abl.add_argument("--scale", choices=list(SCALES), help=scale_help)
-    abl.add_argument("--arms", default="mlm,nsp,sop", help="comma-separated arms among mlm, nsp, sop")
+    abl.add_argument("--arms", default="mlm,nsp,sop,sop-balanced",
+                     help="comma-separated arms among mlm, nsp, sop, sop-balanced (default: all four)")
     abl.add_argument("--seeds", type=positive_int, default=3, help="pretraining seeds per arm (zoo entries)")
     abl.add_argument("--no-downstream", action="store_true", help="skip the fine-tuning part")
     abl.add_argument("--out", type=directory, metavar="DIR",

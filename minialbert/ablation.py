@@ -2,7 +2,8 @@
 sentence objective, each evaluated on every task it was and was not trained for.
 
 The arms are zoo entries: `albert-mlm` (no sentence objective), `albert-nsp` (BERT's next-sentence
-prediction), `albert-sop` (ALBERT's sentence-order prediction), and their `-seed1`, `-seed2` twins.
+prediction), `albert-sop` (ALBERT's sentence-order prediction), `albert-sop-balanced` (SOP on pairs
+whose segment lengths carry no cue, see below), and their `-seed1`, `-seed2` twins.
 For every arm and seed this module measures, on held-out text (the valid and test splits together):
 
     mlm     masked-LM accuracy at [MASK] positions and at all predicted positions, on one shared
@@ -18,7 +19,8 @@ grows until a sentence crosses the target length, so the second run of sentences
 sentence) is longer on average, and the swap turns that into a cue. `length_shortcut` measures how
 far a classifier that sees nothing but the two segment lengths gets; `length_matched` picks the
 held-out examples on which it is exactly at chance (as many of each label in every (len A, len B)
-cell), and the sentence accuracies are reported on both sets.
+cell), and the sentence accuracies are reported on both sets. The `sop-balanced` arm is trained on
+pairs chosen the same way (`pretraining_data.length_balanced`), so it cannot learn the cue at all.
 
 Curves: NSP and SOP accuracy over training from the checkpoints each entry kept (the step at which
 each crosses 60% and at which its interval leaves chance). Downstream: every arm and seed fine-tuned
@@ -27,6 +29,7 @@ on the offline single-sentence and sentence-pair tasks (`finetune.learning_curve
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Sequence
 
@@ -38,13 +41,19 @@ from . import zoo
 from .evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics
 from .finetune import FinetuneArgs, curve_summary, learning_curve
 from .model import AlbertForPretraining
-from .pretraining_data import PretrainingDataset, collate, course_pretraining_data
+from .pretraining_data import (
+    OBJECTIVES,
+    PretrainingDataset,
+    collate,
+    course_pretraining_data,
+    length_balanced,
+)
 from .scale import Scale, current_scale
 from .tasks import load_task
 from .tokenizer import course_tokenizer
 from .train import load_checkpoint
 
-ARMS = ("mlm", "nsp", "sop")
+ARMS = ("mlm", "nsp", "sop", "sop-balanced")
 SENTENCE_TASKS = ("nsp", "sop")
 DOWNSTREAM_TASKS = ("shuffled-words", "next-sentence")      # one single-sentence task, one pair task
 # The paper's Table 5 (ALBERT-base, all-shared, its full pretraining): intrinsic accuracies in %.
@@ -56,7 +65,7 @@ PAPER_TABLE5 = {
 
 
 def arm_entry(arm: str, seed: int = 0) -> str:
-    """The zoo entry of an arm and pretraining seed: albert-sop, albert-sop-seed1, ..."""
+    """The zoo entry of an arm and pretraining seed: albert-sop, albert-sop-seed1, albert-sop-balanced, ..."""
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -122,14 +131,8 @@ def length_shortcut(train: PretrainingDataset, test: PretrainingDataset,
 def length_matched(dataset: PretrainingDataset, seed: int = 0) -> list[int]:
     """Indices of a subset on which segment lengths say nothing about the label: in every (len A, len B)
     cell, as many examples of each label (a seeded choice of the more frequent one's)."""
-    cells, labels = _cells(segment_lengths(dataset)), dataset.sentence_labels.long()
-    generator = torch.Generator().manual_seed(seed)
-    keep = []
-    for cell in cells.unique():
-        per_label = [((cells == cell) & (labels == k)).nonzero().flatten() for k in (0, 1)]
-        n = min(len(p) for p in per_label)
-        keep += [i for p in per_label for i in p[torch.randperm(len(p), generator=generator)[:n]].tolist()]
-    return sorted(keep)
+    lengths = [tuple(pair) for pair in segment_lengths(dataset).tolist()]
+    return length_balanced(lengths, dataset.sentence_labels.tolist(), random.Random(seed))
 
 
 # ------------------------------------------------------------------------------- measurements
@@ -211,12 +214,12 @@ def crossing_step(curve: Sequence[dict], task: str, level: float | str = 0.6) ->
 def sentence_curve(checkpoints: dict[int, object], data: dict[str, PretrainingDataset],
                    max_examples: int | None = 1000, seed: int = 0) -> list[dict]:
     """NSP and SOP accuracy of the model's own sentence head at every kept checkpoint, on a fixed seeded
-    sample of max_examples held-out pairs per task: [{"step", "arm", "nsp", "sop"}]."""
+    sample of max_examples held-out pairs per task: [{"step", "nsp", "sop"}]."""
     samples = {task: evaluation_sample(data[task], max_examples, seed) for task in SENTENCE_TASKS}
     points = []
     for step, path in checkpoints.items():
         model = load_checkpoint(path)
-        point = {"step": step, "arm": model.sentence_task}
+        point = {"step": step}
         for task, at in samples.items():
             _, predicted = read_pairs(model, data[task], at)
             point[task] = sentence_metrics(predicted, data[task].sentence_labels[at].long(), task)
@@ -246,7 +249,7 @@ def run_ablation(arms: Sequence[str] = ARMS, seeds: int = 3, scale: Scale | str 
         raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
     settings = ablation_settings(scale)
     t0 = time.perf_counter()
-    data = {objective: heldout(objective, scale) for objective in ARMS}
+    data = {objective: heldout(objective, scale) for objective in OBJECTIVES}
     probe_train = {task: course_pretraining_data(task, "train", scale) for task in SENTENCE_TASKS}
     matched = {task: length_matched(data[task]) for task in SENTENCE_TASKS}
     result = {"scale": scale.name, "arms": list(arms), "seeds": list(range(seeds)),
@@ -273,8 +276,8 @@ def run_ablation(arms: Sequence[str] = ARMS, seeds: int = 3, scale: Scale | str 
         for (arm, seed), model in tqdm(models.items(), disable=not progress, desc="curves"):
             kept = zoo.checkpoints(arm_entry(arm, seed), scale)
             if model.sentence_head is not None and len(kept) >= scale.zoo_evals:
-                result["curves"][arm_entry(arm, seed)] = sentence_curve(kept, data,
-                                                                        settings["curve_examples"])
+                curve = sentence_curve(kept, data, settings["curve_examples"])
+                result["curves"][arm_entry(arm, seed)] = [{"arm": arm, **point} for point in curve]
     tokenizer = course_tokenizer(scale)
     for name in downstream:
         task = load_task(name, scale.max_documents)

@@ -193,7 +193,8 @@ def plot_learning_curve(points: list[dict], metric: str, baselines: dict[str, fl
     return ax
 
 
-ARM_COLORS = {"mlm": "tab:grey", "nsp": "tab:orange", "sop": "tab:blue", "random init": "black"}
+ARM_COLORS = {"mlm": "tab:grey", "nsp": "tab:orange", "sop": "tab:blue", "sop-balanced": "tab:green",
+              "random init": "black"}
 
 
 def plot_ablation(result: dict, axes=None):

@@ -56,7 +56,8 @@ class Entry:
     arch: str = "albert"              # albert | bert (the scale's BERT twin: no sharing, E = H)
     changes: tuple = ()               # config fields changed from the preset: ((field, value), ...)
     seed: int = 0
-    budget: str = "zoo"               # zoo: scale.zoo_steps; lesson: scale.pretrain_steps (lesson 05)
+    budget: str = "zoo"               # zoo: scale.zoo_steps; lesson: scale.pretrain_steps (lesson 05);
+                                      # long: 4 x scale.zoo_steps (the schedule stretched, not continued)
     balanced: bool = False            # train on length-balanced pairs (pretraining_data.length_balanced)
 
 
@@ -91,6 +92,9 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     *(Entry(f"albert-sop-balanced{f'-seed{seed}' if seed else ''}", "sop",
             f"albert-sop trained on length-balanced pairs{f', seed {seed}' if seed else ''} (no length cue)",
             seed=seed, balanced=True) for seed in (0, 1, 2)),
+    Entry("albert-sop-balanced-long", "sop", "albert-sop-balanced trained four times longer: does SOP "
+                                             "without a length cue need more compute?",
+          balanced=True, budget="long"),
 )}
 
 
@@ -106,7 +110,7 @@ def entry_config(e: Entry, scale: Scale) -> AlbertConfig:
 
 
 def entry_args(e: Entry, scale: Scale) -> TrainArgs:
-    steps = scale.zoo_steps if e.budget == "zoo" else scale.pretrain_steps
+    steps = {"zoo": scale.zoo_steps, "lesson": scale.pretrain_steps, "long": 4 * scale.zoo_steps}[e.budget]
     eval_every = max(1, steps // scale.zoo_evals)
     # Every evaluation's checkpoint is kept: the lessons study how a model changes along training.
     return TrainArgs.from_scale(scale, objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,

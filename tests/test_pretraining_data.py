@@ -20,6 +20,7 @@ from minialbert.pretraining_data import (
     collate,
     course_pretraining_data,
     examples_from_token_documents,
+    length_balanced,
     make_dataloader,
     ngram_mask,
     ngram_probabilities,
@@ -150,6 +151,48 @@ def test_sop_label_1_means_swapped_and_unswapping_restores_document_order():
         assert is_run(first) and is_run(second)                   # contiguous text (ends may be trimmed)
         assert {doc_of[t] for t in a + b} == {doc_of[a[0]]}       # one document
         assert first[-1] < second[0]                              # first really comes first
+
+
+def cell_counts(ds):
+    """{(len A, len B): [pairs of label 0, pairs of label 1]}."""
+    counts = {}
+    for example in ds:
+        a, b = segments(example)
+        counts.setdefault((len(a), len(b)), [0, 0])[int(example["sentence_label"])] += 1
+    return counts
+
+
+def test_length_balanced_sop_pairs_leave_the_lengths_no_cue():
+    docs = unique_id_documents(100, seed=3)
+    doc_of = document_of(docs)
+    plain = examples_from_token_documents(docs, VOCAB, "sop", max_seq_len=16, seed=1, dupe_factor=2)
+    # The recipe's pairs carry a cue: some (len A, len B) cells hold mostly one label.
+    assert sum(abs(zero - one) for zero, one in cell_counts(plain).values()) > 0.1 * len(plain)
+    build = lambda: examples_from_token_documents(docs, VOCAB, "sop", max_seq_len=16, seed=1,  # noqa: E731
+                                                  dupe_factor=2, balance_lengths=True)
+    balanced = build()
+    assert all(zero == one for zero, one in cell_counts(balanced).values())
+    assert 0.5 * len(plain) < len(balanced) < len(plain)
+    assert torch.equal(balanced.input_ids, build().input_ids)            # seeded
+    for example in balanced:                                             # still sentence-order pairs
+        a, b = segments(example)
+        first, second = (b, a) if int(example["sentence_label"]) else (a, b)
+        assert is_run(first) and is_run(second) and first[-1] < second[0]
+        assert len({doc_of[t] for t in a + b}) == 1
+
+
+def test_length_balanced_keeps_equal_labels_per_cell_and_checks_its_input():
+    lengths = [(3, 5), (3, 5), (3, 5), (5, 3), (2, 2), (2, 2)]
+    labels = [0, 0, 1, 1, 1, 1]
+    kept = length_balanced(lengths, labels, random.Random(0))
+    assert kept == sorted(kept) and 2 in kept and len(kept) == 2 and kept[0] in (0, 1)
+    assert length_balanced(lengths, labels, random.Random(0)) == kept
+    with pytest.raises(ValueError, match="6 length pairs for 5 labels"):
+        length_balanced(lengths, labels[:5], random.Random(0))
+    with pytest.raises(ValueError, match="labels 0 and 1, got \\[0, 2\\]"):
+        length_balanced(lengths, [0, 2, 0, 0, 0, 0], random.Random(0))
+    with pytest.raises(ValueError, match="objective 'mlm' has no pairs"):
+        examples_from_token_documents(unique_id_documents(), VOCAB, "mlm", 40, 0, balance_lengths=True)
 
 
 def test_nsp_negatives_come_from_another_document():

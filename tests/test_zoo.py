@@ -37,6 +37,13 @@ def test_entries_share_one_recipe_and_differ_only_in_their_name():
     assert [variants[n].sharing for n in sharing] == ["attention", "ffn", "none"]
     assert (variants["albert-e16"].embedding_size, variants["albert-e64"].embedding_size) == (16, 64)
     assert all(zoo.entry_args(zoo.entry(n), SCALE) == a_sop for n in variants)   # one recipe for all
+    balanced = zoo.entry("albert-sop-balanced")                  # the same run on length-balanced pairs
+    assert zoo.entry_args(balanced, SCALE) == a_sop and zoo.entry_config(balanced, SCALE) == zoo.entry_config(
+        sop, SCALE)
+    assert zoo.entry_dir(balanced, SCALE).name.split("-")[-1] != zoo.entry_dir(sop, SCALE).name.split("-")[-1]
+    long = zoo.entry_args(zoo.entry("albert-sop-balanced-long"), SCALE)         # four times the steps
+    same_pace = {k: getattr(a_sop, k) for k in ("steps", "eval_every", "checkpoint_every")}
+    assert long.steps == 4 * SCALE.zoo_steps and dataclasses.replace(long, **same_pace) == a_sop
     with pytest.raises(ValueError, match="unknown zoo entry 'albert-xyz'"):
         zoo.entry("albert-xyz")
 
