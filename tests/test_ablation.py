@@ -79,6 +79,7 @@ def test_crossing_step_and_arm_names():
     assert ablation.crossing_step(curve, "nsp", "chance") == 3000
     assert ablation.crossing_step(curve, "nsp", 0.7) is None
     assert ablation.arm_entry("sop") == "albert-sop" and ablation.arm_entry("nsp", 2) == "albert-nsp-seed2"
+    assert ablation.arm_entry("sop-balanced", 1) == "albert-sop-balanced-seed1"
     with pytest.raises(ValueError, match="unknown arm 'bert'"):
         ablation.arm_entry("bert")
 
@@ -89,18 +90,19 @@ def test_ablation_cli_runs_the_whole_experiment_at_ci_scale(tmp_path, monkeypatc
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        assert main(["ablation", "--scale", "ci", "--arms", "nsp,sop", "--seeds", "1",
+        assert main(["ablation", "--scale", "ci", "--arms", "nsp,sop,sop-balanced", "--seeds", "1",
                      "--out", str(tmp_path / "fig")]) == 0
     finally:
         torch.set_num_threads(threads)
     result = json.loads((tmp_path / "fig" / "nsp_vs_sop.json").read_text())
     assert (tmp_path / "fig" / "nsp_vs_sop.png").stat().st_size > 10_000
     assert [(r["arm"], r["entry"]) for r in result["runs"]] == [
-        ("random init", None), ("nsp", "albert-nsp"), ("sop", "albert-sop")]
-    random_init, nsp, sop = result["runs"]
+        ("random init", None), ("nsp", "albert-nsp"), ("sop", "albert-sop"),
+        ("sop-balanced", "albert-sop-balanced")]
+    random_init, nsp, sop, sop_balanced = result["runs"]
     assert random_init["nsp"]["head"] is None
     assert random_init["sop"]["probe"]["n"] == result["heldout"]["sop"]["examples"]
-    for run in (nsp, sop):                       # every arm read on both tasks with its own head
+    for run in (nsp, sop, sop_balanced):         # every arm read on both tasks with its own head
         for task in ("nsp", "sop"):
             assert run[task]["head"]["n"] == result["heldout"][task]["examples"]
             assert run[task]["head_matched"]["n"] == result["heldout"][task]["length_matched"]
@@ -108,12 +110,13 @@ def test_ablation_cli_runs_the_whole_experiment_at_ci_scale(tmp_path, monkeypatc
         assert run["mlm"]["mlm"]["mask"]["n"] > 0
     for task in ("nsp", "sop"):
         assert result["shortcut"][task]["length_matched"]["accuracy"] == 0.5
-    assert set(result["curves"]) == {"albert-nsp", "albert-sop"}
+    assert set(result["curves"]) == {"albert-nsp", "albert-sop", "albert-sop-balanced"}
     steps = [p["step"] for p in result["curves"]["albert-sop"]]       # every evaluation's checkpoint
     ci = SCALES["ci"]
     assert len(steps) == ci.zoo_evals and steps == sorted(steps) and steps[-1] == ci.zoo_steps
     assert {p["arm"] for p in result["curves"]["albert-nsp"]} == {"nsp"}
+    assert {p["arm"] for p in result["curves"]["albert-sop-balanced"]} == {"sop-balanced"}
     assert {(d["task"], d["start"]) for d in result["downstream"]} == {
-        (t, a) for t in ablation.DOWNSTREAM_TASKS for a in ("nsp", "sop")}
-    assert set(result["summary"]) == {"nsp", "sop", "random init"}
+        (t, a) for t in ablation.DOWNSTREAM_TASKS for a in ("nsp", "sop", "sop-balanced")}
+    assert set(result["summary"]) == {"nsp", "sop", "sop-balanced", "random init"}
     assert result["summary"]["sop"]["next-sentence"]["seeds"] == 1
