@@ -3,8 +3,9 @@
 Reading order: masking one sequence (`ngram_mask`), cutting documents into segments
 (`sentence_order_pairs`, `next_sentence_pairs`, `single_segments`; `length_balanced` against a
 length shortcut), building and caching a whole dataset (`build_examples`,
-`course_pretraining_data`), and batching it (`collate`, `make_dataloader`). The recipe follows the paper and google-research/albert's
-create_pretraining_data.py; every random choice comes from one seeded `random.Random`.
+`course_pretraining_data`), and batching it (`collate`, `make_dataloader`). The recipe follows the
+paper and google-research/albert's create_pretraining_data.py; every random choice comes from one
+seeded `random.Random`.
 """
 
 from __future__ import annotations
