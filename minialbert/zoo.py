@@ -2,7 +2,8 @@
 
 Every entry is the scale's ALBERT (or its BERT twin) trained with the scale's one recipe on the
 same data for the same number of steps; entries differ only in what their name says (objective,
-architecture, sharing, embedding size, seed), so any two of them can be compared. An entry is a
+architecture, sharing, embedding size, seed, length-balanced pairs, a lesson's or a long budget),
+so any two of them can be compared. An entry is a
 normal run directory (config.json, metrics.jsonl, checkpoints/, evaluation.json) under
 
     cache_dir()/zoo/<scale>/<name>-<key>
