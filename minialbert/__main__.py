@@ -129,8 +129,8 @@ def build_parser() -> Parser:
 
     abl = sub.add_parser("ablation", help="the NSP vs SOP ablation (the paper's Table 5) on the zoo's arms",
                          description="Cross-evaluate the zoo's MLM-only, NSP, SOP and length-balanced SOP "
-                                     "arms (MLM, NSP and SOP "
-                                     "accuracy with their own heads and with linear probes, on all held-out "
+                                     "arms (MLM, NSP and SOP accuracy with their own heads and with linear "
+                                     "probes, on all held-out "
                                      "pairs and on the length-matched ones), draw their NSP/SOP curves over "
                                      "training, fine-tune each on the offline tasks, and write the JSON and "
                                      "the figure. Builds the zoo entries it needs that are missing.")

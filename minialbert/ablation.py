@@ -131,8 +131,8 @@ def length_shortcut(train: PretrainingDataset, test: PretrainingDataset,
 def length_matched(dataset: PretrainingDataset, seed: int = 0) -> list[int]:
     """Indices of a subset on which segment lengths say nothing about the label: in every (len A, len B)
     cell, as many examples of each label (a seeded choice of the more frequent one's)."""
-    lengths = [tuple(pair) for pair in segment_lengths(dataset).tolist()]
-    return length_balanced(lengths, dataset.sentence_labels.tolist(), random.Random(seed))
+    return length_balanced(segment_lengths(dataset).tolist(), dataset.sentence_labels.tolist(),
+                           random.Random(seed))
 
 
 # ------------------------------------------------------------------------------- measurements

@@ -301,7 +301,7 @@ def single_segments(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: i
 SEGMENTERS = {"mlm": single_segments, "nsp": next_sentence_pairs, "sop": sentence_order_pairs}
 
 
-def length_balanced(lengths: Sequence[tuple[int, int]], labels: Sequence[int],
+def length_balanced(lengths: Sequence[Sequence[int]], labels: Sequence[int],
                     rng: random.Random) -> list[int]:
     """Indices of the pairs to keep so that segment lengths say nothing about the label: in every
     (len A, len B) cell as many pairs of label 0 as of label 1 (a seeded choice of the more frequent
