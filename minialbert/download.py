@@ -17,8 +17,6 @@ import urllib.request
 import warnings
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 CACHE_ENV_VAR = "MINIALBERT_CACHE"
 CHUNK_BYTES = 1 << 20
 
@@ -125,6 +123,9 @@ def download(url: str, dest: Path, sha256: str | None = None, timeout: float = 6
 
 def _stream(url: str, f, timeout: float, expected_size: int | None) -> None:
     """Copy the body of `url` into the open file `f`, checking status and length."""
+    # imported here, not at the top: the corpus module imports this one with the standard library only
+    from tqdm.auto import tqdm
+
     request = urllib.request.Request(url, headers={"User-Agent": "minialbert"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:

