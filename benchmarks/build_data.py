@@ -24,9 +24,10 @@ FIRST_TARGET_S, CACHED_TARGET_S = 60.0, 2.0
 def child(objective: str) -> None:
     """Build (or load) the set in this process; print what it took as JSON."""
     t0 = time.perf_counter()
-    from minialbert.pretraining_data import course_pretraining_data  # imports torch: timed apart
+    from minialbert.course import course_pretraining_data  # imports torch: timed apart
+    from minialbert.scale import current_scale
     t1 = time.perf_counter()
-    dataset = course_pretraining_data(objective)
+    dataset = course_pretraining_data(objective, "train", current_scale())
     t2 = time.perf_counter()
     print(json.dumps({"import_s": t1 - t0, "build_s": t2 - t1, "examples": len(dataset),
                       "tokens": dataset.input_ids.numel()}))

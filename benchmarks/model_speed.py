@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "assets" / "benchmarks" / "model_speed.json"
 PRESETS = ("bert-base", "bert-large", "albert-base", "albert-large", "albert-xlarge", "albert-xxlarge")
 ANCHOR = "bert-large"
-# The paper's Table 1 parameters and Table 2 training speed relative to BERT-large (PAPER_FACTS.md).
+# The paper's Table 1 parameters and Table 2 training speed relative to BERT-large.
 PAPER = {"bert-base": (108e6, 4.7), "bert-large": (334e6, 1.0), "albert-base": (12e6, 5.6),
          "albert-large": (18e6, 1.7), "albert-xlarge": (60e6, 0.6), "albert-xxlarge": (235e6, 0.3)}
 MASK_RATE = 0.15
@@ -181,11 +181,13 @@ def main() -> None:
                              "BERT-large; parameters from Table 1"}
     atomic_write(OUT, (json.dumps(record, indent=1) + "\n").encode())
     if not a.only:                                   # the figure only from a full run
-        from minialbert.plots import save_figure
+        from minialbert.plots import figure_dir, save_figure
+        from minialbert.scale import SCALES
 
         points = {name: {k: r[k] for k in ("parameters", "train_speed_vs_anchor", "paper_parameters",
                                            "paper_speed_vs_anchor")} for name, r in rows.items()}
-        save_figure(plot(rows), "model_speed", {"measurements": str(OUT.relative_to(ROOT)), "points": points})
+        save_figure(plot(rows), "model_speed", {"measurements": str(OUT.relative_to(ROOT)), "points": points},
+                    figure_dir(SCALES["course"]))
     print(f"\nwrote {OUT.relative_to(ROOT)}")
 
 

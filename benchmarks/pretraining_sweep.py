@@ -28,11 +28,12 @@ import torch
 
 from minialbert import AlbertConfig
 from minialbert.corpus import PACKAGES, package_documents, pydocs_documents
+from minialbert.course import course_tokenizer
 from minialbert.download import atomic_write
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.model import Encoder
 from minialbert.pretraining_data import COURSE_SEED, build_examples
-from minialbert.tokenizer import course_tokenizer
+from minialbert.scale import SCALES
 from minialbert.train import TrainArgs, pretrain
 
 OUT = Path(__file__).resolve().parents[1] / "assets" / "benchmarks" / "pretraining_sweep.json"
@@ -113,7 +114,7 @@ def neighbours_only(enabled: bool):
 
 
 def run(name: str, c: dict) -> dict:
-    tokenizer = course_tokenizer("course")
+    tokenizer = course_tokenizer(SCALES["course"])
     train_docs = pydocs_documents("train") + package_documents("train", tuple(c["packages"]))
     valid_docs = pydocs_documents("valid")                          # the same held-out text for every run
     train, valid = (build_examples(docs, tokenizer, "sop", c["seq"], COURSE_SEED, dupe_factor=10,

@@ -28,10 +28,10 @@ from pathlib import Path
 import torch
 
 import minialbert as ma
+from minialbert.course import course_pretraining_data
 from minialbert.download import atomic_write
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.optim import make_optimizer, warmup_linear_decay
-from minialbert.pretraining_data import course_pretraining_data
 from minialbert.scale import current_scale
 from minialbert.train import StepBatches, TrainArgs, train_step
 
@@ -98,7 +98,7 @@ class Contender:
 
 def loader(data, args: TrainArgs):
     from minialbert.pretraining_data import collate
-    sampler = StepBatches(len(data), args)
+    sampler = StepBatches.for_run(len(data), args)
     return iter(torch.utils.data.DataLoader(data, batch_sampler=sampler, collate_fn=collate,
                                             generator=torch.Generator()))
 

@@ -148,20 +148,22 @@ def hf_train_step(model, batch, optimizer, scheduler, clip_norm: float) -> None:
 
 
 def full_step_benchmark(args: argparse.Namespace) -> None:
+    from minialbert.course import course_pretraining_data
     from minialbert.optim import make_optimizer, warmup_linear_decay
-    from minialbert.pretraining_data import collate, course_pretraining_data
+    from minialbert.pretraining_data import collate
+    from minialbert.scale import current_scale
     from minialbert.train import StepBatches, TrainArgs, train_step
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cfg = ma.AlbertConfig.preset(args.preset)
-    data = course_pretraining_data("sop", "train")
+    data = course_pretraining_data("sop", "train", current_scale())
     steps = args.warmup + args.rounds
     targs = TrainArgs(objective="sop", steps=steps, batch_size=args.batch_size, warmup=1, eval_every=0,
                       checkpoint_every=0)
     loaders = {}
     for name in ("minialbert", "transformers"):                   # each reads the same batches in order
-        sampler = StepBatches(len(data), targs)
+        sampler = StepBatches.for_run(len(data), targs)
         loaders[name] = iter(torch.utils.data.DataLoader(data, batch_sampler=sampler, collate_fn=collate))
     ours = ma.AlbertForPretraining(cfg, "sop").train()
     theirs = hf_model(cfg).train()

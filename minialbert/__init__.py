@@ -2,9 +2,11 @@
 
 from . import hf
 from .config import PRESETS, AlbertConfig
-from .model import AlbertForPretraining, AlbertModel, count_parameters, forward_flops, parameter_breakdown
+from .costs import count_parameters, forward_flops, parameter_breakdown
+from .model import AlbertForPretraining, AlbertForSequenceClassification, AlbertModel
 
-__all__ = ["PRESETS", "AlbertConfig", "AlbertModel", "AlbertForPretraining", "count_parameters",
+__all__ = ["PRESETS", "AlbertConfig", "AlbertModel", "AlbertForPretraining",
+           "AlbertForSequenceClassification", "count_parameters",
            "forward_flops", "parameter_breakdown", "hf"]
 __version__ = "0.1.0"
 

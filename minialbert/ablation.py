@@ -38,22 +38,17 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from . import zoo
+from .checkpoint import load_checkpoint
+from .config import OBJECTIVES
+from .course import course_pretraining_data, course_tokenizer
 from .evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics
 from .finetune import FinetuneArgs, curve_summary, learning_curve
 from .model import AlbertForPretraining
-from .pretraining_data import (
-    OBJECTIVES,
-    PretrainingDataset,
-    collate,
-    course_pretraining_data,
-    length_balanced,
-)
-from .scale import Scale, current_scale
+from .pretraining_data import PretrainingDataset, collate, length_balanced
+from .scale import Scale
 from .tasks import load_task
-from .tokenizer import course_tokenizer
-from .train import load_checkpoint
 
-ARMS = ("mlm", "nsp", "sop", "sop-balanced")
+ARMS = (*OBJECTIVES, "sop-balanced")      # each objective, and SOP on length-balanced pairs
 SENTENCE_TASKS = ("nsp", "sop")
 DOWNSTREAM_TASKS = ("shuffled-words", "next-sentence")      # one single-sentence task, one pair task
 # The paper's Table 5 (ALBERT-base, all-shared, its full pretraining): intrinsic accuracies in %.
@@ -88,9 +83,8 @@ def joined(first: PretrainingDataset, second: PretrainingDataset) -> Pretraining
                               labels, first.objective, first.max_seq_len)
 
 
-def heldout(objective: str, scale: Scale | str | None = None) -> PretrainingDataset:
+def heldout(objective: str, scale: Scale) -> PretrainingDataset:
     """The course's held-out pretraining examples of one objective: the valid and the test split."""
-    scale = current_scale(scale)
     return joined(course_pretraining_data(objective, "valid", scale),
                   course_pretraining_data(objective, "test", scale))
 
@@ -230,19 +224,14 @@ def sentence_curve(checkpoints: dict[int, object], data: dict[str, PretrainingDa
 # ------------------------------------------------------------------------------- the experiment
 def ablation_settings(scale: Scale) -> dict:
     """Sizes of the experiment's parts at a scale (the course runs in minutes with the zoo cached)."""
-    course = scale.name != "ci"
-    return {"probe_examples": 2000 if course else 200, "curve_examples": 1000 if course else 100,
-            "downstream_labels": 256 if course else 32,
-            "finetune": (FinetuneArgs(steps=300, warmup=30, eval_every=25, max_seq_len=scale.max_seq_len)
-                         if course else FinetuneArgs(steps=20, warmup=2, eval_every=10, dev_examples=100,
-                                                     max_seq_len=scale.max_seq_len))}
+    return {"probe_examples": scale.probe_examples, "curve_examples": scale.curve_examples,
+            "downstream_labels": scale.downstream_labels, "finetune": FinetuneArgs.from_scale(scale)}
 
 
-def run_ablation(arms: Sequence[str] = ARMS, seeds: int = 3, scale: Scale | str | None = None,
-                 downstream: Sequence[str] = DOWNSTREAM_TASKS, curves: bool = True,
+def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequence[str] = DOWNSTREAM_TASKS,
+                 curves: bool = True,
                  progress: bool = True) -> dict:
     """The whole experiment: returns a JSON-ready dict (see the module doc). Builds missing zoo entries."""
-    scale = current_scale(scale)
     if not arms or any(a not in ARMS for a in arms):
         raise ValueError(f"arms must be a non-empty subset of {', '.join(ARMS)}, got {list(arms)}")
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:

@@ -31,8 +31,11 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from . import hf
+from .config import IGNORE_INDEX
+from .download import DownloadError
 from .evaluation import evaluation_sample
-from .pretraining_data import IGNORE_INDEX, collate, unmasked_ids
+from .pretraining_data import collate, unmasked_ids
 from .tokenizer import Tokenizer
 
 TOKEN_CHOICES = ("all", "cls")
@@ -221,6 +224,27 @@ def heldout_batches(dataset, sequences: int | None = None, batch_size: int = 32,
         batch = collate(examples[start:start + batch_size])
         batches.append({k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")})
     return batches
+
+
+def official_model_batches(name: str, dataset, tokenizer: Tokenizer, sequences: int | None,
+                           batch_size: int) -> tuple[torch.nn.Module, list[dict]]:
+    """An official checkpoint (or a local HF directory, via hf.load_pretrained) and the held-out
+    batches of `dataset` re-tokenized with the checkpoint's own tokenizer (ALBERT's spiece.model,
+    BERT's vocab.txt); errors name the checkpoint. No network is a ConnectionError."""
+    try:
+        model, tokenizer_file = hf.load_pretrained(name)
+    except DownloadError as e:             # no network is an expected failure, not a bug
+        raise ConnectionError(f"official model {name}: {e}") from None
+    if tokenizer_file is None:
+        raise ValueError(f"official model {name} has no spiece.model or vocab.txt: the held-out text is "
+                         "re-tokenized with the checkpoint's own tokenizer")
+    target = hf.load_tokenizer(tokenizer_file)
+    if target.vocab_size > model.config.vocab_size:
+        raise ValueError(f"official model {name}: {tokenizer_file.name} has {target.vocab_size} tokens "
+                         f"but the model's vocabulary has {model.config.vocab_size}")
+    batches = heldout_batches(dataset, sequences, batch_size, source=tokenizer, target=target,
+                              max_len=model.config.max_position_embeddings)
+    return model, batches
 
 
 def interval_note(sequences: int) -> str:

@@ -18,6 +18,11 @@ from pathlib import Path
 SHARING = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 ATTENTION_BACKENDS = ("math", "sdpa", "triton")
+# Pretraining objective -> the sentence head it trains: MLM alone, MLM + NSP (BERT), MLM + SOP (ALBERT).
+# The one registry: data, model, training, CLI choices and the ablation's arms all read it.
+OBJECTIVES = {"mlm": None, "nsp": "nsp", "sop": "sop"}
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4   # the vocabulary's fixed special ids (tokenizer.py)
+IGNORE_INDEX = -100      # the MLM label of a position that is not predicted (cross_entropy's ignore_index)
 POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
                  "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_hidden_groups",
                  "inner_group_num")

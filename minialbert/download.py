@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import os
 import tempfile
 import urllib.error
@@ -44,12 +45,19 @@ def atomic_write(path: Path, data: bytes) -> Path:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())                # on disk before it is renamed into place
         os.chmod(tmp, 0o644)                    # mkstemp makes 0600 files; caches are plain files
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json(path: Path, obj) -> Path:
+    """atomic_write of `obj` as indented JSON (NaN and infinity refused: they are not JSON)."""
+    return atomic_write(path, (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode())
 
 
 def write_checked(path: Path, data: bytes) -> Path:

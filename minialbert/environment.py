@@ -7,7 +7,7 @@ import platform
 
 import torch
 
-from .scale import current_scale
+from .scale import Scale
 
 REQUIRED = ("torch", "triton", "sentencepiece", "matplotlib", "ipywidgets", "jupyterlab", "nbval", "tqdm",
             "safetensors", "numpy")
@@ -31,7 +31,7 @@ def device_summary() -> str:
     return f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads"
 
 
-def check_environment() -> bool:
+def check_environment(scale: Scale) -> bool:
     """Print [OK]/[FAIL] per dependency, the device and the scale; True when nothing required is missing."""
     ok = True
     print(f"python {platform.python_version()} on {platform.system()} {platform.machine()}")
@@ -41,5 +41,5 @@ def check_environment() -> bool:
         ok &= bool(version) or not required
         print(f"[{status}] {name} {version or ''}")
     print(f"device: {device_summary()}")
-    print(f"scale: {current_scale().name}")
+    print(f"scale: {scale.name}")
     return ok

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .model import IGNORE_INDEX
+from .config import IGNORE_INDEX
 from .pretraining_data import collate, unmasked_ids
 from .tokenizer import MASK_ID
 

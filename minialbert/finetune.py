@@ -1,9 +1,6 @@
-"""Fine-tuning: a classification head on the pooled [CLS] output, and the loop that trains it.
-
-The head is transformers' layout (AlbertForSequenceClassification / BertForSequenceClassification):
-dropout on the pooled output, then one Linear `classifier` H -> num_labels. num_labels=1 is
-regression (mean squared error on a float target, STS-B style); more labels is classification
-(cross-entropy). The encoder comes from a pretraining checkpoint (transfer) or is built from scratch.
+"""Fine-tuning: the loop that trains a classification head (model.AlbertForSequenceClassification) on
+the pooled [CLS] output. The encoder comes from a pretraining checkpoint (transfer) or is built from
+scratch.
 
 The loop reuses the pretraining trainer's pieces (optim.make_optimizer, warmup_linear_decay, the
 data order, gradient clipping, atomic checkpoints, the run lock and metrics.jsonl) and adds what
@@ -20,89 +17,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .config import AlbertConfig
-from .evaluation import task_metrics
-from .model import AlbertForPretraining, AlbertModel, init_weights
-from .optim import make_optimizer, warmup_linear_decay
-from .tasks import Example, Task
-from .tokenizer import PAD_ID
-from .train import (
+from .checkpoint import (
     NonFiniteError,
-    StepBatches,
-    TrainArgs,
-    _check_config,
-    _load_weights,
-    _read_json,
-    _start_run_files,
     find_checkpoint,
+    load_checkpoint,
     record_metrics,
     run_lock,
     save_checkpoint,
-    verify_checkpoint,
+    start_run_files,
 )
-
-
-@dataclass
-class ClassificationOutput:
-    loss: torch.Tensor | None            # cross-entropy (classification) or MSE (regression), if labels given
-    logits: torch.Tensor                 # (B, num_labels)
-    pooled_output: torch.Tensor          # (B, H): what the head reads
-
-
-class AlbertForSequenceClassification(nn.Module):
-    """Encoder + dropout + Linear(H, num_labels) on the pooled [CLS] output (single sentences or pairs)."""
-
-    def __init__(self, cfg: AlbertConfig, num_labels: int):
-        super().__init__()
-        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
-            raise ValueError(f"num_labels must be an integer >= 1 (1 = regression), got {num_labels!r}")
-        self.config, self.num_labels = cfg, num_labels
-        self.albert = AlbertModel(cfg)
-        self.dropout = nn.Dropout(cfg.classifier_dropout_prob)
-        self.classifier = nn.Linear(cfg.hidden_size, num_labels)
-        self.apply(lambda m: init_weights(m, cfg.initializer_range))
-
-    @classmethod
-    def from_pretraining(cls, pretrained: AlbertForPretraining,
-                         num_labels: int) -> AlbertForSequenceClassification:
-        """Transfer: the pretrained encoder (embeddings, layers, pooler) under a new, freshly initialised
-        head. The MLM and SOP/NSP heads are left behind."""
-        model = cls(pretrained.config, num_labels)
-        model.albert.load_state_dict(pretrained.albert.state_dict())
-        return model
-
-    @classmethod
-    def from_checkpoint(cls, path: str | Path, num_labels: int) -> AlbertForSequenceClassification:
-        """The encoder of a pretraining run (a run directory or one of its step-* directories)."""
-        from .train import load_checkpoint
-
-        return cls.from_pretraining(load_checkpoint(path), num_labels)
-
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
-                labels=None) -> ClassificationOutput:
-        """input_ids, token_type_ids, attention_mask: (B, N); labels: (B,) int64 class ids, or float
-        targets when num_labels == 1."""
-        pooled = self.albert(input_ids, token_type_ids, attention_mask).pooled_output   # (B, H)
-        logits = self.classifier(self.dropout(pooled))                                  # (B, num_labels)
-        loss = None if labels is None else self.loss(logits, labels)
-        return ClassificationOutput(loss, logits, pooled)
-
-    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        if tuple(labels.shape) != tuple(logits.shape[:1]):
-            raise ValueError(f"labels must have shape ({logits.shape[0]},), one per example, "
-                             f"got {tuple(labels.shape)}")
-        if self.num_labels == 1:                                     # regression
-            return F.mse_loss(logits.float().squeeze(-1), labels.float())
-        if labels.dtype != torch.int64:
-            raise ValueError(f"classification labels must be int64 class ids, got {labels.dtype}")
-        if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= self.num_labels):
-            raise ValueError(f"labels must be in [0, {self.num_labels}), got values in "
-                             f"[{int(labels.min())}, {int(labels.max())}]")
-        return F.cross_entropy(logits.float(), labels)
+from .config import AlbertConfig
+from .evaluation import task_metrics
+from .model import AlbertForPretraining, AlbertForSequenceClassification
+from .optim import make_optimizer, warmup_linear_decay
+from .scale import Scale
+from .tasks import Example, Task
+from .tokenizer import PAD_ID
+from .train import StepBatches
 
 
 # ---------------------------------------------------------------------------------- data
@@ -147,6 +81,14 @@ class FinetuneArgs:
     max_seq_len: int = 128         # longer inputs are cut (the longer segment first)
     dev_examples: int | None = 1000  # dev examples per evaluation: a fixed seeded sample (None: all)
     freeze_encoder: bool = False   # train the head alone (a linear probe of the pooled output)
+
+    @classmethod
+    def from_scale(cls, scale: Scale, **changes) -> FinetuneArgs:
+        """A downstream run's arguments at a scale (steps, warmup, evaluations, sequence length)."""
+        base = dict(steps=scale.finetune_steps, warmup=scale.finetune_warmup,
+                    eval_every=scale.finetune_eval_every, dev_examples=scale.finetune_dev_examples,
+                    max_seq_len=scale.max_seq_len)
+        return cls(**{**base, **changes})
 
     def __post_init__(self) -> None:
         for name, low in dict(steps=1, batch_size=1, warmup=0, seed=0, eval_every=1, patience=0,
@@ -237,8 +179,8 @@ def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, c
     optimizer = make_optimizer("adamw", model, args.lr, args.weight_decay)
     scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
     # The pretraining data order: a seeded permutation per epoch, one batch per step.
-    order = TrainArgs(steps=args.steps, batch_size=min(args.batch_size, len(train)), warmup=0, seed=args.seed)
-    loader = torch.utils.data.DataLoader(train, batch_sampler=StepBatches(len(train), order),
+    order = StepBatches(len(train), min(args.batch_size, len(train)), args.steps, args.seed)
+    loader = torch.utils.data.DataLoader(train, batch_sampler=order,
                                          collate_fn=collate_classification, generator=torch.Generator())
     history, log_file = [], None
     best, best_step, best_state, waited, stopped_early = -math.inf, 0, None, 0, False
@@ -246,7 +188,7 @@ def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, c
     def emit(record: dict) -> None:
         nonlocal log_file
         if out_dir is not None and log_file is None:
-            log_file = _start_run_files(out_dir, model.config, args, history)
+            log_file = start_run_files(out_dir, model.config, args, history)
         record_metrics(record, history, log_file, callbacks)
 
     bar = tqdm(total=args.steps, disable=not progress, desc=f"finetune {task.name}")
@@ -332,15 +274,16 @@ def curve_summary(rows: Sequence[dict], metric: str, split: str = "test") -> lis
              "max": max(v)} for (start, n), v in points.items()]
 
 
+def classifier_from_checkpoint(path: str | Path, num_labels: int) -> AlbertForSequenceClassification:
+    """The encoder of a pretraining run (a run directory or one of its step-* directories) under a new
+    head of num_labels outputs."""
+    return AlbertForSequenceClassification.from_pretraining(load_checkpoint(path), num_labels)
+
+
 def load_finetuned(path: str | Path, device: str | torch.device = "cpu") -> AlbertForSequenceClassification:
     """The best model of a fine-tuning run (its run directory or step directory), in eval mode."""
-    ckpt = find_checkpoint(path)
-    if ckpt is None:
-        raise FileNotFoundError(f"no checkpoint in {path} (expected checkpoints/latest or model.safetensors)")
-    verify_checkpoint(ckpt)
-    num_labels = _read_json(ckpt / "trainer_state.json").get("num_labels")
-    if not isinstance(num_labels, int):
-        raise ValueError(f"{ckpt} is not a fine-tuning checkpoint (its trainer_state.json has no num_labels)")
-    model = AlbertForSequenceClassification(_check_config(ckpt, None), num_labels)
-    _load_weights(model, ckpt / "model.safetensors")
-    return model.to(device).eval()
+    model = load_checkpoint(path, device)
+    if not isinstance(model, AlbertForSequenceClassification):
+        raise ValueError(f"{find_checkpoint(path)} is not a fine-tuning checkpoint (it holds a "
+                         f"{type(model).__name__})")
+    return model

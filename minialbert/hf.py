@@ -18,7 +18,7 @@ from safetensors.torch import load_file, save
 
 from . import download as dl
 from .config import AlbertConfig
-from .model import AlbertForPretraining
+from .model import AlbertForPretraining, AlbertForSequenceClassification
 from .tokenizer import Tokenizer, WordPieceTokenizer
 
 HUB_URL = "https://huggingface.co"   # files come from {HUB_URL}/{repo}/resolve/{revision}/{file}
@@ -297,8 +297,6 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
 def _classifier_from_hf(cfg: AlbertConfig, config_dict: dict, family: str, weight: torch.Tensor):
     """An AlbertForSequenceClassification with as many labels as the classifier has rows. Its dropout
     follows transformers: ALBERT's classifier_dropout_prob; BERT's classifier_dropout, else hidden dropout."""
-    from .finetune import AlbertForSequenceClassification  # it imports the trainer: load it on use
-
     num_labels = weight.shape[0] if weight.dim() == 2 else 0
     declared = config_dict.get("num_labels", len(config_dict.get("id2label") or {}) or None)
     if declared is not None and declared != num_labels:

@@ -14,9 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import AlbertConfig
+from .config import IGNORE_INDEX, OBJECTIVES, AlbertConfig
 
-IGNORE_INDEX = -100  # mlm_labels value for positions that are not predicted
 ID_DTYPES = (torch.int64, torch.int32)   # what nn.Embedding indexes with
 
 
@@ -273,7 +272,7 @@ class AlbertForPretraining(nn.Module):
 
     def __init__(self, cfg: AlbertConfig, sentence_task: str | None = "sop"):
         super().__init__()
-        if sentence_task not in ("sop", "nsp", None):
+        if sentence_task not in OBJECTIVES.values():
             raise ValueError(f"unknown sentence_task {sentence_task!r}; choose 'sop', 'nsp' or None")
         self.config, self.sentence_task = cfg, sentence_task
         self.albert = AlbertModel(cfg)
@@ -316,6 +315,87 @@ class AlbertForPretraining(nn.Module):
                                  enc.hidden_states, mlm_loss, sentence_loss)
 
 
+@dataclass
+class ClassificationOutput:
+    loss: torch.Tensor | None            # cross-entropy (classification) or MSE (regression), if labels given
+    logits: torch.Tensor                 # (B, num_labels)
+    pooled_output: torch.Tensor          # (B, H): what the head reads
+
+
+class AlbertForSequenceClassification(nn.Module):
+    """Encoder + dropout + Linear(H, num_labels) on the pooled [CLS] output (single sentences or pairs).
+
+    transformers' layout (AlbertForSequenceClassification / BertForSequenceClassification).
+    num_labels=1 is regression (mean squared error on a float target, STS-B style); more labels is
+    classification (cross-entropy).
+    """
+
+    def __init__(self, cfg: AlbertConfig, num_labels: int):
+        super().__init__()
+        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
+            raise ValueError(f"num_labels must be an integer >= 1 (1 = regression), got {num_labels!r}")
+        self.config, self.num_labels = cfg, num_labels
+        self.albert = AlbertModel(cfg)
+        self.dropout = nn.Dropout(cfg.classifier_dropout_prob)
+        self.classifier = nn.Linear(cfg.hidden_size, num_labels)
+        self.apply(lambda m: init_weights(m, cfg.initializer_range))
+
+    @classmethod
+    def from_pretraining(cls, pretrained: AlbertForPretraining,
+                         num_labels: int) -> AlbertForSequenceClassification:
+        """Transfer: the pretrained encoder (embeddings, layers, pooler) under a new, freshly initialised
+        head. The MLM and SOP/NSP heads are left behind."""
+        model = cls(pretrained.config, num_labels)
+        model.albert.load_state_dict(pretrained.albert.state_dict())
+        return model
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
+                labels=None) -> ClassificationOutput:
+        """input_ids, token_type_ids, attention_mask: (B, N); labels: (B,) int64 class ids, or float
+        targets when num_labels == 1."""
+        pooled = self.albert(input_ids, token_type_ids, attention_mask).pooled_output   # (B, H)
+        logits = self.classifier(self.dropout(pooled))                                  # (B, num_labels)
+        loss = None if labels is None else self.loss(logits, labels)
+        return ClassificationOutput(loss, logits, pooled)
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if tuple(labels.shape) != tuple(logits.shape[:1]):
+            raise ValueError(f"labels must have shape ({logits.shape[0]},), one per example, "
+                             f"got {tuple(labels.shape)}")
+        if self.num_labels == 1:                                     # regression
+            return F.mse_loss(logits.float().squeeze(-1), labels.float())
+        if labels.dtype != torch.int64:
+            raise ValueError(f"classification labels must be int64 class ids, got {labels.dtype}")
+        if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= self.num_labels):
+            raise ValueError(f"labels must be in [0, {self.num_labels}), got values in "
+                             f"[{int(labels.min())}, {int(labels.max())}]")
+        return F.cross_entropy(logits.float(), labels)
+
+
+# What a saved model is, beside its config (a checkpoint's config.json holds both): which class, and
+# its sentence head (pretraining) or its number of labels (classification).
+HEAD_FIELDS = ("architecture", "sentence_task", "num_labels")
+
+
+def head_record(model: nn.Module) -> dict:
+    """The head of a model, as a checkpoint's config.json records it (see build_model)."""
+    if isinstance(model, AlbertForSequenceClassification):
+        return {"architecture": "AlbertForSequenceClassification", "num_labels": model.num_labels}
+    if isinstance(model, AlbertForPretraining):
+        return {"architecture": "AlbertForPretraining", "sentence_task": model.sentence_task}
+    raise TypeError(f"cannot record the head of a {type(model).__name__}")
+
+
+def build_model(cfg: AlbertConfig, head: dict) -> nn.Module:
+    """A freshly initialised model of the class and head that `head_record` described."""
+    architecture = head.get("architecture")
+    if architecture == "AlbertForPretraining":
+        return AlbertForPretraining(cfg, sentence_task=head.get("sentence_task"))
+    if architecture == "AlbertForSequenceClassification":
+        return AlbertForSequenceClassification(cfg, head.get("num_labels"))
+    raise ValueError(f"unknown architecture {architecture!r}")
+
+
 def _check_labels(name: str, labels, shape: tuple, classes: int, ignore: int | None) -> None:
     """labels: an int64 tensor (what cross_entropy takes) of `shape`, values in [0, classes) or `ignore`."""
     if not isinstance(labels, torch.Tensor) or labels.dtype != torch.int64 or tuple(labels.shape) != shape:
@@ -339,48 +419,3 @@ def init_weights(module: nn.Module, std: float) -> None:
     elif isinstance(module, nn.LayerNorm):
         nn.init.ones_(module.weight)
         nn.init.zeros_(module.bias)
-
-
-def parameter_breakdown(cfg: AlbertConfig) -> dict[str, int]:
-    """Encoder parameters by part, by formula: embeddings, projection, attention, ffn, pooler."""
-    V, E, H, F_, P, T = (cfg.vocab_size, cfg.embedding_size, cfg.hidden_size, cfg.intermediate_size,
-                         cfg.max_position_embeddings, cfg.type_vocab_size)
-    stored_layers = cfg.num_hidden_groups * cfg.inner_group_num
-    n_attention = 1 if cfg.sharing == "attention" else stored_layers
-    n_ffn = 1 if cfg.sharing == "ffn" else stored_layers
-    return {
-        "embeddings": (V + P + T) * E + 2 * E,                       # three tables + LayerNorm(E)
-        "projection": (E * H + H) if cfg.embedding_projection else 0,
-        "attention": n_attention * (4 * (H * H + H) + 2 * H),       # q, k, v, output dense, LayerNorm
-        "ffn": n_ffn * (2 * H * F_ + F_ + H + 2 * H),                # two linears, LayerNorm
-        "pooler": H * H + H,
-    }
-
-
-def count_parameters(cfg: AlbertConfig) -> int:
-    """Encoder parameters (embeddings, projection, layers, pooler; no MLM/SOP heads), by formula.
-
-    Tests check it against the parameters of a built AlbertModel.
-    """
-    return sum(parameter_breakdown(cfg).values())
-
-
-def forward_flops(cfg: AlbertConfig, seq_len: int, predicted: int = 0) -> dict[str, int]:
-    """Floating-point operations of one forward pass over one sequence, by part, by formula.
-
-    A matrix product (n x k) @ (k x m) costs 2nkm (a multiply and an add per term); elementwise
-    work (softmax, GELU, LayerNorm) is left out, as is customary. `predicted` positions go through
-    the MLM head (the model computes it only there). Sharing does not appear anywhere: a shared
-    layer is run num_layers times all the same, which is the point of the paper's Table 2. A
-    training step costs about 3x the forward (the backward computes two products per product).
-    """
-    N, E, H, F_, V, L = (seq_len, cfg.embedding_size, cfg.hidden_size, cfg.intermediate_size,
-                         cfg.vocab_size, cfg.num_layers)
-    return {
-        "projection": 2 * N * E * H if cfg.embedding_projection else 0,
-        "attention": L * (2 * N * H * 4 * H + 2 * 2 * N * N * H),   # q, k, v, output; scores and A @ V
-        "ffn": L * 2 * 2 * N * H * F_,                                 # H -> F and F -> H
-        "pooler": 2 * H * H,                                           # [CLS] only
-        "mlm_head": predicted * (2 * H * E + 2 * E * V),               # H -> E, then the tied E x V decoder
-        "sentence_head": 2 * H * 2,
-    }

@@ -13,6 +13,8 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
+OPTIMIZERS = ("lamb", "adamw")      # make_optimizer's names
+
 NO_DECAY = ("LayerNorm", "layer_norm", "bias")   # the official exclude_from_weight_decay patterns
 
 
@@ -83,7 +85,7 @@ def make_optimizer(name: str, model: nn.Module, lr: float, weight_decay: float =
         return Lamb(groups, lr=lr, betas=betas, eps=eps)
     if name == "adamw":
         return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
-    raise ValueError(f"unknown optimizer {name!r}; choose 'lamb' or 'adamw'")
+    raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
 
 
 def warmup_linear_decay(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int) -> LambdaLR:

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
 from .download import atomic_write
-from .scale import Scale, current_scale
+from .scale import Scale
 
 
 def _trailing_mean(values: list[float], window: int) -> list[float]:
@@ -106,25 +106,23 @@ class LiveCurves:
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def figure_dir(scale: Scale | None = None) -> Path:
+def figure_dir(scale: Scale) -> Path:
     """Where lessons save figures: assets/figures at course scale (the committed ones),
     assets/figures/<scale> otherwise, so a ci or gpu run never overwrites the course figures."""
-    scale = current_scale(scale)
-    figures = ROOT / "assets" / "figures"
-    return figures if scale.name == "course" else figures / scale.name
+    return ROOT / "assets" / "figures" / scale.figure_subdir
 
 
-def save_figure(fig, name: str, numbers: dict, directory: str | Path | None = None) -> Path:
-    """Save fig as NAME.png and the numbers behind it as NAME.json (in figure_dir() by default),
-    each written atomically."""
-    directory = Path(directory) if directory is not None else figure_dir()
+def save_figure(fig, name: str, numbers: dict, directory: str | Path) -> Path:
+    """Save fig as NAME.png and the numbers behind it as NAME.json in `directory` (a lesson passes
+    figure_dir(scale)), each written atomically."""
+    directory = Path(directory)
     png = io.BytesIO()
     fig.savefig(png, dpi=120, bbox_inches="tight", format="png")
     atomic_write(directory / f"{name}.json", (json.dumps(numbers, indent=2) + "\n").encode())
     return atomic_write(directory / f"{name}.png", png.getvalue())
 
 
-# The paper's axis ranges for its figure (BERT-large vs ALBERT-large, 24 layers; PAPER_FACTS.md).
+# The paper's axis ranges for its figure (BERT-large vs ALBERT-large, 24 layers: the paper's Figure 1).
 PAPER_LAYER_TRANSITION_AXES = {"layers": (1, 24), "l2": (0, 18), "angle": (0, 45)}
 
 

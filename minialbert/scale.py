@@ -1,8 +1,13 @@
-"""MINIALBERT_SCALE: one switch for sizes and step counts in notebooks, CLI and figures.
+"""Scale: the one switch for sizes and step counts in lessons, CLI, experiments and figures.
 
 - ci: seconds per notebook (what CI and nbval run)
 - course (default): a 2-core laptop CPU, at most ~10 minutes per notebook
 - gpu: one GPU, larger and deeper models, longer runs
+
+The scale is resolved once, at the edge (the CLI, `figures`, a lesson's first cell, with
+`current_scale()`), and passed down; library code takes a Scale and never reads the environment.
+Every size that differs between scales lives here, by name: no code compares a scale's name.
+The model's vocabulary and positions come from the scale's preset (config.PRESETS), stated once.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .config import PRESETS, AlbertConfig
 from .corpus import PACKAGES
 
 ENV_VAR = "MINIALBERT_SCALE"
@@ -18,11 +24,9 @@ ENV_VAR = "MINIALBERT_SCALE"
 @dataclass(frozen=True)
 class Scale:
     name: str
-    albert_preset: str          # model sizes (see config.PRESETS); the BERT twin is "<x>-bert"
+    albert_preset: str          # model sizes (see config.PRESETS); the BERT twin is bert_preset
     bert_preset: str
-    vocab_size: int             # SentencePiece vocabulary trained on the corpus
     max_documents: int | None   # cap on corpus documents used (None = all)
-    max_seq_len: int            # pretraining sequence length
     batch_size: int
     pretrain_steps: int
     learning_rate: float
@@ -35,24 +39,79 @@ class Scale:
     zoo_evals: int = 5          # held-out evaluations per zoo run (the curves of the replication lessons)
     step_seconds: float = 0.0   # measured seconds per step (time estimates only; 0 = not measured)
     packages: tuple = ()        # installed packages whose docstrings join the pretraining train split
+    figure_subdir: str = ""     # figures go to assets/figures/<figure_subdir> ("": the committed ones)
+    # What lessons and experiments measure (the course values; ci shrinks them to seconds).
+    vocab_sweep: tuple = (1000, 2000, 4000, 6000)   # lesson 01: tokenizers trained side by side
+    chain_steps: int = 400                 # lesson 05: steps of the synthetic permutation-chain check
+    demo_steps: int = 400                  # lesson 05: steps of the small demonstration runs
+    smoothness_sequences: int = 1000       # lesson 06: held-out sequences measured
+    smoothness_batch: int = 50             # lesson 06: sequences per batch
+    finetune_steps: int = 300              # a downstream fine-tuning run (lessons 07, 09, the ablation)
+    finetune_warmup: int = 30
+    finetune_eval_every: int = 25
+    finetune_dev_examples: int | None = 1000
+    finetune_labels: int = 1024            # labelled examples of one downstream run (lessons 07, 09)
+    label_sizes: tuple = (16, 64, 256, 1024)   # lesson 07: the learning curve's label counts
+    few_label_sizes: tuple = (64, 1024)    # lesson 07: the other tasks' label counts (the first is "few")
+    long_finetune_warmup: int = 100        # lesson 07: the long from-scratch run (10x the steps)
+    long_finetune_eval_every: int = 100
+    probe_steps: int = 1000                # lesson 07's exercise: the linear probe's steps
+    finetune_seeds: int = 3                # lesson 09: fine-tuning seeds per model
+    ablation_seeds: int = 3                # lesson 08: pretraining seeds per arm
+    probe_examples: int = 2000             # the ablation: labelled pairs its linear probes fit on
+    curve_examples: int = 1000             # the ablation: held-out pairs per point of its curves
+    downstream_labels: int = 256           # the ablation: labels per downstream task
+    speed_presets: tuple = ("albert-base", "bert-base")   # lesson 09: the models timed step by step
+    speed_repeats: int = 5                 # lesson 09: timed steps per model
+    narrow_by: int = 1                     # lesson 12: widths divided by this for the speed table
+    lessons_read_results: bool = True      # lesson 08 reads the committed ablation JSON when present
+    lessons_build_zoo: bool = False        # lessons may train a missing zoo entry (only where it is seconds)
 
+    @property
+    def vocab_size(self) -> int:
+        """SentencePiece pieces of the course tokenizer: the preset's vocabulary."""
+        return PRESETS[self.albert_preset]["vocab_size"]
+
+    @property
+    def max_seq_len(self) -> int:
+        """Pretraining sequence length: the preset's positions."""
+        return PRESETS[self.albert_preset]["max_position_embeddings"]
+
+    def model_config(self, arch: str = "albert", **changes) -> AlbertConfig:
+        """The scale's ALBERT (arch="albert") or its BERT twin ("bert"), with some fields changed."""
+        presets = {"albert": self.albert_preset, "bert": self.bert_preset}
+        if arch not in presets:
+            raise ValueError(f"unknown arch {arch!r}; choose albert or bert")
+        return AlbertConfig.preset(presets[arch], **changes)
+
+
+_CI_LESSONS = dict(
+    vocab_sweep=(250, 500, 1000), chain_steps=40, demo_steps=20, smoothness_sequences=48, smoothness_batch=4,
+    finetune_steps=20, finetune_warmup=2, finetune_eval_every=10, finetune_dev_examples=100,
+    finetune_labels=64, label_sizes=(16, 64), few_label_sizes=(16, 64), long_finetune_warmup=5,
+    long_finetune_eval_every=10, probe_steps=20, finetune_seeds=1, ablation_seeds=1, probe_examples=200,
+    curve_examples=100, downstream_labels=32, speed_presets=("ci-albert", "ci-bert"), speed_repeats=2,
+    narrow_by=8, lessons_read_results=False, lessons_build_zoo=True)
 
 SCALES = {
-    "ci": Scale("ci", "ci-albert", "ci-bert", vocab_size=1000, max_documents=300, max_seq_len=64,
-                batch_size=16, pretrain_steps=30, learning_rate=2e-3, warmup_steps=5, eval_every=15,
-                zoo_steps=30, step_seconds=0.02),
-    "course": Scale("course", "course-albert", "course-bert", vocab_size=4000, max_documents=None,
-                    max_seq_len=32, batch_size=64, pretrain_steps=7500, learning_rate=3e-3,
-                    warmup_steps=300, eval_every=1500, dupe_factor=10, optimizer="adamw", zoo_steps=12000,
-                    zoo_evals=12, step_seconds=0.068, packages=PACKAGES),
-    "gpu": Scale("gpu", "gpu-albert", "gpu-bert", vocab_size=6000, max_documents=None, max_seq_len=256,
-                 batch_size=128, pretrain_steps=20000, learning_rate=1.76e-3, warmup_steps=1000,
-                 eval_every=1000, dupe_factor=10, zoo_steps=20000, packages=PACKAGES),
+    "ci": Scale("ci", "ci-albert", "ci-bert", max_documents=300, batch_size=16, pretrain_steps=30,
+                learning_rate=2e-3, warmup_steps=5, eval_every=15, zoo_steps=30, step_seconds=0.02,
+                figure_subdir="ci", **_CI_LESSONS),
+    "course": Scale("course", "course-albert", "course-bert", max_documents=None, batch_size=64,
+                    pretrain_steps=7500, learning_rate=3e-3, warmup_steps=300, eval_every=1500,
+                    dupe_factor=10, optimizer="adamw", zoo_steps=12000, zoo_evals=12, step_seconds=0.068,
+                    packages=PACKAGES),
+    "gpu": Scale("gpu", "gpu-albert", "gpu-bert", max_documents=None, batch_size=128, pretrain_steps=20000,
+                 learning_rate=1.76e-3, warmup_steps=1000, eval_every=1000, dupe_factor=10, zoo_steps=20000,
+                 packages=PACKAGES, figure_subdir="gpu"),
 }
 
 
 def current_scale(name: str | Scale | None = None) -> Scale:
-    """The Scale named by `name` (a Scale is returned as it is), else by $MINIALBERT_SCALE, else 'course'."""
+    """The Scale named by `name` (a Scale is returned as it is), else by $MINIALBERT_SCALE, else 'course'.
+
+    Call it at the edge only (CLI, figures, a lesson's first cell) and pass the Scale down.
+    """
     if isinstance(name, Scale):
         return name
     name = name or os.environ.get(ENV_VAR, "course")

@@ -7,33 +7,26 @@ a dev or test example never comes from a document pretraining trained on):
   "intact") or were two adjacent inner words swapped (0, "swapped")? Both classes hold exactly the
   same words, so a bag of words is at chance: only word order separates them. Each source sentence
   appears once, in one class only; exactly half of each split is swapped. The swapped pair is two
-  purely alphabetic words, neither the first nor the last word, so capitals and final punctuation
-  give nothing away.
+  purely alphabetic inner words, so capitals and final punctuation give nothing away.
 - `shuffled-words` (single sentence, accuracy): is the sentence as written (1, "intact"), or were its
   words shuffled (0, "shuffled")? Both classes hold the same words, so a bag of words is at chance, but
   every word may move, the first (capitalised) one and the last (with its full stop) included: a model
   that knows how sentences begin and end has a cue. Sentences of 6 to 14 words, so that most fit the
   course model's 32-token window; each source sentence is used once.
-- `shuffled-inner-words` (single sentence, accuracy): the same with the first and the last word kept in
-  place, so only the order of the words in between separates the classes.
+- `shuffled-inner-words` (single sentence, accuracy): the same with the first and last words kept.
 - `next-sentence` (sentence pair, MRPC-like, accuracy and F1): does sentence B directly follow
   sentence A in their document (1, "next"), or is B a later sentence of the same document, two or
   more positions on (0, "later")? Both B's come from A's own document, so topic words do not decide
   it; exactly half of each split is "next", and each A is used once.
 
-Majority-class baselines: 50% accuracy, Matthews correlation 0, F1 0 or 0.67 (by which class is the
-majority) on every task, by construction. `Task.describe()` gives the measured numbers.
+Majority-class baselines, by construction: 50% accuracy, Matthews 0, F1 0 or 0.67 (`Task.describe()`).
 
-Overlap with pretraining: pretraining reads only the corpus's train documents. Dev and test examples
-come from valid and test documents, and any of them whose sentence (A or B) also occurs verbatim in a
-train document is dropped (`removed_overlap` in describe()); what remains is shared topics and
-phrasing, not shared sentences. Train examples come from train documents, which pretraining saw
-without these labels.
+Overlap with pretraining: pretraining reads only the corpus's train documents; a dev or test example
+whose sentence (A or B) also occurs verbatim in a train document is dropped (`removed_overlap`).
 
-GLUE: `download_glue(name)` fetches a task's pinned files (URL, size and sha256 fixed below) and lays
-them out as GLUE's own download script does; `load_glue(name, directory)` reads that layout (e.g.
-DIR/SST-2/train.tsv and dev.tsv) from local files. GLUE's test files carry no labels, so the split used
-for reporting is dev.
+GLUE: `download_glue(name)` fetches a task's pinned files (URL, size and sha256 fixed below) laid out
+as GLUE's own script does; `load_glue(name, directory)` reads that layout (DIR/SST-2/train.tsv, ...).
+GLUE's test files carry no labels, so the split used for reporting is dev.
 """
 
 from __future__ import annotations

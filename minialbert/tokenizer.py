@@ -11,9 +11,7 @@ as BERT's uncased tokenizer does, so the course text can be fed to a BERT model 
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import operator
 import string
 import unicodedata
@@ -23,9 +21,9 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
-from .download import atomic_write, cache_dir, read_checked, write_checked
+from .config import CLS_ID, MASK_ID, PAD_ID, SEP_ID, UNK_ID
+from .download import atomic_write
 
-PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_PIECES = {PAD_ID: PAD, UNK_ID: UNK, CLS_ID: CLS, SEP_ID: SEP, MASK_ID: MASK}
 WORD_START = "\u2581"                       # "▁": SentencePiece's marker for a preceding space
@@ -212,35 +210,6 @@ class Tokenizer:
         mask = torch.tensor([self.sp.id_to_piece(i).startswith(WORD_START) for i in range(self.vocab_size)])
         mask[sorted(self.special_ids)] = False
         return mask
-
-
-def course_tokenizer(scale=None) -> Tokenizer:
-    """The course tokenizer: trained on the pydocs train split at `scale` (default: current scale).
-
-    Cached under cache_dir()/tokenizers/ by a hash of the corpus text and the settings, so the
-    first call trains (seconds) and later calls, in any process, load (milliseconds).
-    """
-    from .corpus import pydocs_documents
-    from .scale import current_scale
-
-    scale = current_scale(scale)
-    docs = pydocs_documents("train", max_documents=scale.max_documents)
-    sentences = [s for d in docs for s in d.sentences]
-    key = hashlib.sha256()
-    key.update(json.dumps({"vocab_size": scale.vocab_size, "seed": 0, "format": TOKENIZER_FORMAT,
-                           "sentencepiece": spm.__version__}).encode())
-    for s in sentences:
-        key.update(s.encode() + b"\n")
-    path = cache_dir() / "tokenizers" / f"pydocs-{scale.vocab_size}-{key.hexdigest()[:16]}.model"
-    if (proto := read_checked(path)) is not None:   # None: missing or damaged (then reported)
-        return Tokenizer(proto)
-    try:
-        tok = Tokenizer.train(sentences, scale.vocab_size, seed=0)
-    except ValueError as e:
-        raise ValueError(f"cannot train the course tokenizer for scale {scale.name!r} "
-                         f"(vocab_size {scale.vocab_size} on {len(docs)} pydocs documents): {e}") from e
-    write_checked(path, tok.model_proto)
-    return tok
 
 
 # ---------------------------------------------------------------------------------- WordPiece (BERT)

@@ -1,4 +1,4 @@
-"""Pretraining: the loop, crash-safe checkpoints with exact resume, and DDP under torchrun.
+"""Pretraining: training arguments, the data order, the step and the loop, DDP under torchrun.
 
 One global batch of `batch_size` examples per optimizer step, whatever the number of processes and
 gradient-accumulation micro-batches: the losses are sums divided by the *global* number of predicted
@@ -6,55 +6,50 @@ tokens (and examples), so 1 process x 4 micro-batches and 2 processes x 2 micro-
 same gradient. The data order is a function of (seed, epoch) and the step, so a resumed run reads
 exactly the examples the uninterrupted run would have read, without replaying the loader.
 
-Run directory layout (`out_dir`):
-    config.json, train_args.json      the resolved model config and training arguments
-    metrics.jsonl                     one JSON record per train step / evaluation
-    checkpoints/step-000100/          model.safetensors, config.json, trainer_state.json, optimizer.pt,
-                                      manifest.json (the sha256 of each, checked whenever it is read)
-    checkpoints/latest                the name of the newest complete, finite checkpoint
-    .lock                             held (flock, with the PID) while a run uses the directory
-
-Nothing is written into the run directory until the first step has succeeded, so a run that fails
-at its start leaves the directory as it found it. A non-finite loss or gradient stops the run
-before anything non-finite is logged or saved.
+The run directory (config, metrics.jsonl, checkpoints, lock) is checkpoint.py's; a resumed run
+restores the weights, optimizer, schedule and RNG exactly. Nothing is written into the run directory
+until the first step has succeeded, so a run that fails at its start leaves the directory as it found
+it. A non-finite loss or gradient stops the run before anything non-finite is logged or saved.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import os
-import re
-import shutil
 import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import safetensors
-import safetensors.torch
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .config import AlbertConfig
-from .download import atomic_write, sha256_of
+from .checkpoint import (
+    NonFiniteError,
+    earlier_checkpoints,
+    find_checkpoint,
+    load_optimizer_state,
+    load_weights,
+    read_config,
+    read_json,
+    record_metrics,
+    run_lock,
+    save_checkpoint,
+    start_run_files,
+    verify_checkpoint,
+)
+from .config import OBJECTIVES, AlbertConfig
 from .evaluation import evaluate_pretraining, summary_record
 from .model import IGNORE_INDEX, AlbertForPretraining
-from .optim import make_optimizer, warmup_linear_decay
-from .scale import Scale, current_scale
+from .optim import OPTIMIZERS, make_optimizer, warmup_linear_decay
+from .scale import Scale
 
-OBJECTIVES = {"mlm": None, "nsp": "nsp", "sop": "sop"}   # objective -> the model's sentence_task
-CHECKPOINT_FILES = ("model.safetensors", "config.json", "trainer_state.json", "optimizer.pt")
-MANIFEST = "manifest.json"          # {file: sha256} of CHECKPOINT_FILES, written into the checkpoint
-LOCK_FILE = ".lock"
-STEP_DIR = re.compile(r"step-\d{6,}")
-OPTIMIZERS = ("lamb", "adamw")
 # Arguments that change the training trajectory: a resumed run must use the same values.
 RESUME_MUST_MATCH = ("objective", "steps", "batch_size", "lr", "warmup", "weight_decay", "optimizer",
                      "clip_norm", "seed")
@@ -102,9 +97,8 @@ class TrainArgs:
                 raise ValueError(f"{name} must be {rule}, got {value!r}")
 
     @classmethod
-    def from_scale(cls, scale: Scale | None = None, **changes) -> TrainArgs:
+    def from_scale(cls, s: Scale, **changes) -> TrainArgs:
         """Defaults for a scale (batch size, steps, lr, warmup, eval cadence), with some changed."""
-        s = current_scale(scale)
         base = dict(steps=s.pretrain_steps, batch_size=s.batch_size, lr=s.learning_rate,
                     warmup=s.warmup_steps, eval_every=s.eval_every, checkpoint_every=s.eval_every,
                     optimizer=s.optimizer)
@@ -125,223 +119,54 @@ class StepBatches:
     micro-batches, so the union over processes is exactly the single-process global batch.
     """
 
-    def __init__(self, dataset_size: int, args: TrainArgs, start_step: int = 0, rank: int = 0,
-                 world_size: int = 1):
-        per_rank, rest = divmod(args.batch_size, world_size * args.grad_accum)
+    def __init__(self, dataset_size: int, batch_size: int, steps: int, seed: int = 0, grad_accum: int = 1,
+                 start_step: int = 0, rank: int = 0, world_size: int = 1):
+        per_rank, rest = divmod(batch_size, world_size * grad_accum)
         if rest or per_rank == 0:
-            raise ValueError(f"batch_size {args.batch_size} must be a multiple of processes x grad_accum "
-                             f"= {world_size} x {args.grad_accum}")
-        self.steps_per_epoch = dataset_size // args.batch_size
+            raise ValueError(f"batch_size {batch_size} must be a multiple of processes x grad_accum "
+                             f"= {world_size} x {grad_accum}")
+        self.steps_per_epoch = dataset_size // batch_size
         if self.steps_per_epoch == 0:
             raise ValueError(f"the training set has {dataset_size} examples, fewer than one batch of "
-                             f"{args.batch_size}; lower batch_size or use more data")
-        self.n, self.args, self.start_step, self.rank = dataset_size, args, start_step, rank
+                             f"{batch_size}; lower batch_size or use more data")
+        self.n, self.batch_size, self.steps, self.seed = dataset_size, batch_size, steps, seed
+        self.grad_accum, self.start_step, self.rank = grad_accum, start_step, rank
         self.micro = per_rank                    # examples per micro-batch on this process
 
+    @classmethod
+    def for_run(cls, dataset_size: int, args: TrainArgs, start_step: int = 0, rank: int = 0,
+                world_size: int = 1) -> StepBatches:
+        """The data order of a pretraining run's arguments."""
+        return cls(dataset_size, args.batch_size, args.steps, args.seed, args.grad_accum, start_step, rank,
+                   world_size)
+
     def epoch_order(self, epoch: int) -> torch.Tensor:
-        g = torch.Generator().manual_seed(self.args.seed * 1_000_003 + epoch)
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
         return torch.randperm(self.n, generator=g)
 
     def global_batch(self, step: int) -> list[int]:
         epoch, i = divmod(step, self.steps_per_epoch)
-        B = self.args.batch_size
+        B = self.batch_size
         return self.epoch_order(epoch)[i * B:(i + 1) * B].tolist()
 
     def __iter__(self):
         order, epoch = None, None
-        share = self.micro * self.args.grad_accum
-        for step in range(self.start_step, self.args.steps):
+        share = self.micro * self.grad_accum
+        for step in range(self.start_step, self.steps):
             e, i = divmod(step, self.steps_per_epoch)
             if e != epoch:                       # one permutation per epoch, not per step
                 order, epoch = self.epoch_order(e), e
-            mine = order[i * self.args.batch_size + self.rank * share:][:share].tolist()
-            for k in range(self.args.grad_accum):
+            mine = order[i * self.batch_size + self.rank * share:][:share].tolist()
+            for k in range(self.grad_accum):
                 yield mine[k * self.micro:(k + 1) * self.micro]
 
     def __len__(self) -> int:
-        return (self.args.steps - self.start_step) * self.args.grad_accum
+        return (self.steps - self.start_step) * self.grad_accum
 
 
 def default_collate():
     from .pretraining_data import collate
     return collate
-
-
-# ---------------------------------------------------------------------------- checkpoints
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_json_atomic(path: Path, obj) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def save_checkpoint(run_dir: Path, model: AlbertForPretraining, optimizer, scheduler, state: dict,
-                    keep_last: int) -> Path:
-    """Write checkpoints/step-NNNNNN atomically (temp dir, fsync, rename), point `latest` at it, prune.
-
-    The checkpoint carries manifest.json, the sha256 of each file; a model with a non-finite
-    parameter is refused, so `latest` only ever names a finite, verifiable checkpoint.
-    """
-    bad = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
-    if bad:
-        raise NonFiniteError(f"step {state['step']}: parameters {bad[:3]} hold NaN or infinity; "
-                             f"not saving a checkpoint")
-    root = Path(run_dir) / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
-    name = f"step-{state['step']:06d}"
-    tmp = root / f".tmp-{name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    safetensors.torch.save_model(model, str(tmp / "model.safetensors"))  # the tied decoder is stored once
-    model.config.save(tmp / "config.json")
-    (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2, allow_nan=False) + "\n")
-    rng = {"torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        rng["cuda"] = torch.cuda.get_rng_state_all()
-    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng},
-               tmp / "optimizer.pt")
-    for f in CHECKPOINT_FILES:
-        _fsync(tmp / f)
-    _write_json_atomic(tmp / MANIFEST, {f: sha256_of(tmp / f) for f in CHECKPOINT_FILES})
-    _fsync(tmp)
-    final = root / name
-    if final.exists():                      # left by a run that crashed before updating `latest`
-        shutil.rmtree(final)
-    os.rename(tmp, final)
-    _fsync(root)
-    latest_tmp = root / f".latest.tmp-{os.getpid()}"
-    latest_tmp.write_text(name + "\n")
-    _fsync(latest_tmp)
-    os.replace(latest_tmp, root / "latest")
-    _fsync(root)
-    # Prune older checkpoints only: newer ones are left by a run resumed with resume_from from an
-    # earlier step, and are replaced when this run reaches them.
-    for old in sorted(p for p in root.glob("step-*") if p.name <= name)[:-keep_last]:
-        shutil.rmtree(old)
-    return final
-
-
-def verify_checkpoint(ckpt: Path) -> None:
-    """Check each file of a checkpoint against the sha256 in its manifest; ValueError naming a damaged one."""
-    manifest = _read_json(ckpt / MANIFEST)
-    if not isinstance(manifest, dict) or sorted(manifest) != sorted(CHECKPOINT_FILES):
-        raise ValueError(f"checkpoint file {ckpt / MANIFEST} is damaged (it must list "
-                         f"{', '.join(CHECKPOINT_FILES)})")
-    for name in CHECKPOINT_FILES:
-        path = ckpt / name
-        if not path.is_file():
-            raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
-        if sha256_of(path) != manifest[name]:
-            raise ValueError(f"checkpoint file {path} is damaged (its sha256 differs from {MANIFEST}); "
-                             f"resume from an earlier checkpoint (resume_from / --resume-from) or start over")
-
-
-def _earlier_checkpoints(ckpt: Path) -> list[Path]:
-    """The step directories beside `ckpt` that are older than it, newest first."""
-    return sorted((p for p in ckpt.parent.glob("step-*") if p.name < ckpt.name), reverse=True)
-
-
-def find_checkpoint(path: str | Path) -> Path | None:
-    """A checkpoint directory from a run directory (via checkpoints/latest) or a step directory."""
-    path = Path(path)
-    if (path / "model.safetensors").exists() or (path / "trainer_state.json").exists():
-        return path
-    latest = path / "checkpoints" / "latest"
-    if not latest.exists():
-        return None
-    try:
-        name = latest.read_text().strip()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{latest} is unreadable ({e}); resume from a step-* directory") from None
-    if not STEP_DIR.fullmatch(name):
-        raise ValueError(f"{latest} is damaged (it holds {name[:40]!r}, not a step-NNNNNN name); "
-                         f"resume from a step-* directory")
-    step_dir = latest.parent / name
-    if not step_dir.is_dir():
-        raise ValueError(f"{latest} points to {step_dir.name}, which does not exist; the run directory "
-                         f"is damaged: delete {latest} to start over or point it at a step-* directory")
-    return step_dir
-
-
-def _read_json(path: Path) -> dict:
-    if not path.exists():
-        raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
-    try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"checkpoint file {path} is corrupt or truncated (not valid JSON: {e})") from None
-
-
-def _check_config(ckpt: Path, expected: AlbertConfig | None) -> AlbertConfig:
-    try:
-        saved = AlbertConfig.from_dict(_read_json(ckpt / "config.json"))
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"checkpoint file {ckpt / 'config.json'} is not a valid AlbertConfig: {e}") from None
-    if expected is not None and saved != expected:
-        diff = {k: (v, getattr(expected, k)) for k, v in saved.to_dict().items() if getattr(expected, k) != v}
-        detail = ", ".join(f"{k}: checkpoint {a!r} vs requested {b!r}" for k, (a, b) in diff.items())
-        raise ValueError(f"checkpoint {ckpt} was written for a different model config ({detail}); "
-                         f"use the same preset/config or a new output directory")
-    return saved
-
-
-def _load_weights(model: nn.Module, path: Path) -> None:
-    if not path.exists():
-        raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
-    try:
-        missing, unexpected = safetensors.torch.load_model(model, str(path), strict=False)
-    except (safetensors.SafetensorError, OSError) as e:
-        raise ValueError(f"checkpoint file {path} is corrupt or truncated ({e})") from None
-    except RuntimeError as e:
-        raise ValueError(f"checkpoint file {path} does not fit the model (shapes differ: {e})") from None
-    missing = [k for k in missing if k != "mlm_head.decoder_weight"]   # tied: stored once as the embeddings
-    if missing or unexpected:
-        raise ValueError(f"checkpoint file {path} does not fit the model: missing {missing}, "
-                         f"unexpected {unexpected} (was it saved for another objective?)")
-
-
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> AlbertForPretraining:
-    """The model of a checkpoint (a run directory or a step directory), in eval mode."""
-    ckpt = find_checkpoint(path)
-    if ckpt is None:
-        raise FileNotFoundError(f"no checkpoint in {path} (expected model.safetensors or checkpoints/latest)")
-    verify_checkpoint(ckpt)
-    cfg = _check_config(ckpt, None)
-    state = _read_json(ckpt / "trainer_state.json")
-    objective = state.get("args", {}).get("objective") if isinstance(state, dict) else None
-    if objective not in OBJECTIVES:
-        raise ValueError(f"checkpoint file {ckpt / 'trainer_state.json'} names no known objective "
-                         f"({objective!r}); the checkpoint is damaged")
-    model = AlbertForPretraining(cfg, sentence_task=OBJECTIVES[objective])
-    _load_weights(model, ckpt / "model.safetensors")
-    return model.to(device).eval()
-
-
-def _load_optimizer_state(path: Path) -> dict:
-    if not path.exists():
-        raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises several types for damaged zip archives
-        raise ValueError(f"checkpoint file {path} is corrupt or truncated "
-                         f"({type(e).__name__}: {e})") from None
-
-
-def read_metrics(run_dir: str | Path) -> list[dict]:
-    """The records of a run's metrics.jsonl."""
-    path = Path(run_dir) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 # ---------------------------------------------------------------------------- distributed
@@ -364,58 +189,6 @@ class PretrainResult:
     history: list[dict]                # every metrics record of this run, resumed part included
     out_dir: Path | None
     seconds: float                     # wall time of this call
-
-
-class NonFiniteError(FloatingPointError):
-    """A loss, gradient or parameter became NaN or infinite: the run stops before saving it."""
-
-
-class RunLockedError(OSError):
-    """Another live process holds the run directory's lock."""
-
-
-@contextlib.contextmanager
-def run_lock(run_dir: Path):
-    """Hold run_dir/.lock while a run uses the directory (created if missing, removed again if the
-    run leaves it empty). The flock dies with its process, so a stale lock file is simply taken over."""
-    import fcntl  # POSIX; imported here so the module still imports elsewhere
-
-    created = not run_dir.exists()
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"cannot use {str(run_dir)!r} as a run directory: {e.strerror}") from None
-    path = run_dir / LOCK_FILE
-    while True:
-        f = open(path, "a+")
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            owner = f.read().strip() or "unknown"
-            f.close()
-            raise RunLockedError(f"{run_dir} is in use by another run (PID {owner}, lock {path}); wait "
-                                 f"for it to finish or choose another output directory") from None
-        if path.exists() and os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
-            break                                # not unlinked by a previous holder meanwhile
-        f.close()
-    try:
-        f.truncate(0)
-        f.write(f"{os.getpid()}\n")
-        f.flush()
-        _remove_temporaries(run_dir)
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-        f.close()
-        if created and not any(run_dir.iterdir()):
-            run_dir.rmdir()
-
-
-def _remove_temporaries(run_dir: Path) -> None:
-    """Delete temporary files and folders an interrupted save left behind (we hold the lock)."""
-    for tmp in [*run_dir.glob(".*.tmp-*"), *(run_dir / "checkpoints").glob(".*tmp-*")]:
-        shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
 
 
 def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
@@ -457,7 +230,7 @@ def _checkpoint_to_resume(out_dir: Path | None, resume: bool, resume_from: str |
         try:
             verify_checkpoint(ckpt)
         except (ValueError, FileNotFoundError) as e:
-            earlier = _earlier_checkpoints(ckpt)
+            earlier = earlier_checkpoints(ckpt)
             hint = f"; to go back to {earlier[0].name}, resume from {earlier[0]}" if earlier else ""
             raise type(e)(f"{e}{hint}") from None
     return ckpt
@@ -486,7 +259,7 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
         ddp = nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None,
             find_unused_parameters=model.sentence_head is None)   # MLM alone leaves the pooler unused
-    sampler = StepBatches(len(train_data), args, step, rank, world)
+    sampler = StepBatches.for_run(len(train_data), args, step, rank, world)
     # Own generators: a DataLoader otherwise draws its base seed from the global RNG, which would
     # shift dropout masks between a straight run and a resumed one.
     loader = torch.utils.data.DataLoader(train_data, batch_sampler=sampler, collate_fn=collate_fn,
@@ -501,7 +274,7 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
                                  f"stopped and nothing non-finite was saved (lower the learning rate or "
                                  f"check the data)")
         if main_process and out_dir is not None and log_file is None:
-            log_file = _start_run_files(out_dir, cfg, args, history)
+            log_file = start_run_files(out_dir, cfg, args, history)
         record_metrics(record, history, log_file, callbacks)
 
     seconds_before = next((r["seconds"] for r in reversed(history) if "seconds" in r), 0.0)
@@ -540,26 +313,6 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
         if log_file is not None:
             log_file.close()
     return PretrainResult(model, history, out_dir, time.perf_counter() - t0)
-
-
-def record_metrics(record: dict, history: list[dict], log_file, callbacks) -> None:
-    """Append a metrics record to the history, to metrics.jsonl (if open) and pass it to callbacks."""
-    history.append(record)
-    if log_file is not None:
-        log_file.write(json.dumps(record, allow_nan=False) + "\n")
-        log_file.flush()
-    for cb in callbacks:
-        cb(record)
-
-
-def _start_run_files(out_dir: Path, cfg: AlbertConfig, args: TrainArgs, history: list[dict]):
-    """Write config.json, train_args.json and metrics.jsonl once the first step has succeeded; -> the
-    metrics file, open for appending. A crashed run may have logged past its last checkpoint: the
-    metrics keep only what the checkpoint saw."""
-    _write_json_atomic(out_dir / "config.json", cfg.to_dict())
-    _write_json_atomic(out_dir / "train_args.json", dataclasses.asdict(args))
-    atomic_write(out_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history).encode())
-    return open(out_dir / "metrics.jsonl", "a")
 
 
 def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,
@@ -609,8 +362,8 @@ def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], o
 def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, model, optimizer, scheduler,
              device: torch.device) -> tuple[int, list[dict]]:
     """Load a verified checkpoint into the model, optimizer and scheduler, restore RNG; -> (step, history)."""
-    _check_config(ckpt, cfg)
-    state = _read_json(ckpt / "trainer_state.json")
+    read_config(ckpt, cfg)
+    state = read_json(ckpt / "trainer_state.json")
     saved_args = state.get("args", {})
     diff = [f"{k}: checkpoint {saved_args.get(k)!r} vs requested {getattr(args, k)!r}"
             for k in RESUME_MUST_MATCH if saved_args.get(k) != getattr(args, k)]
@@ -621,8 +374,8 @@ def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, 
         raise ValueError(f"checkpoint {ckpt} was trained on {state.get('dataset_size')} examples but "
                          f"the training set now has {dataset_size}, so the data position is meaningless; "
                          f"use the same data (scale, corpus) or start a new run")
-    _load_weights(model, ckpt / "model.safetensors")
-    extra = _load_optimizer_state(ckpt / "optimizer.pt")
+    load_weights(model, ckpt / "model.safetensors")
+    extra = load_optimizer_state(ckpt / "optimizer.pt")
     try:
         optimizer.load_state_dict(extra["optimizer"])
         scheduler.load_state_dict(extra["scheduler"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as W
 
 from .config import AlbertConfig
-from .model import count_parameters
+from .costs import count_parameters
 
 
 def parameter_calculator() -> W.VBox:

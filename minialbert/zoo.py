@@ -27,22 +27,14 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from .checkpoint import STEP_DIR, find_checkpoint, load_checkpoint, read_metrics, verify_checkpoint
 from .config import AlbertConfig
-from .corpus import cache_dir
-from .download import atomic_write
+from .course import course_pretraining_data
+from .download import cache_dir, write_json
 from .evaluation import MLMBaselines, evaluate_pretraining
 from .model import AlbertForPretraining
-from .pretraining_data import course_pretraining_data
-from .scale import Scale, current_scale
-from .train import (
-    STEP_DIR,
-    TrainArgs,
-    find_checkpoint,
-    load_checkpoint,
-    pretrain,
-    read_metrics,
-    verify_checkpoint,
-)
+from .scale import Scale
+from .train import TrainArgs, pretrain
 
 RECIPE_VERSION = 2        # bump when a code change alters what the same settings train to
 # Arguments that only change how often a run reports or saves, not the weights it ends with.
@@ -106,8 +98,7 @@ def entry(name: str) -> Entry:
 
 
 def entry_config(e: Entry, scale: Scale) -> AlbertConfig:
-    preset = scale.albert_preset if e.arch == "albert" else scale.bert_preset
-    return AlbertConfig.preset(preset, **dict(e.changes))
+    return scale.model_config(e.arch, **dict(e.changes))
 
 
 def entry_args(e: Entry, scale: Scale) -> TrainArgs:
@@ -140,9 +131,8 @@ def _steps_done(run_dir: Path) -> int:
         return 0
 
 
-def status(scale: Scale | str | None = None, names: Sequence[str] | None = None) -> list[dict]:
+def status(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
     """One row per entry: name, steps done of total, built or not, and the estimated minutes left."""
-    scale = current_scale(scale)
     rows = []
     for name in names or ENTRIES:
         e = entry(name)
@@ -157,14 +147,13 @@ def status(scale: Scale | str | None = None, names: Sequence[str] | None = None)
     return rows
 
 
-def load(name: str, scale: Scale | str | None = None, progress: bool = True,
+def load(name: str, scale: Scale, progress: bool = True,
          callbacks: Iterable[Callable[[dict], None]] = ()) -> AlbertForPretraining:
     """The trained model of a zoo entry, in eval mode; trains (or finishes) it first if needed.
 
     Never trains anything but the named entry with the scale's recipe: the run directory's key
     guarantees the loaded weights come from exactly those settings.
     """
-    scale = current_scale(scale)
     e = entry(name)
     run_dir = entry_dir(e, scale)
     row = status(scale, [name])[0]
@@ -191,16 +180,15 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
                  callbacks=callbacks, progress=progress)
     model = load_checkpoint(run_dir)
     result = evaluate_pretraining(model, valid, MLMBaselines.fit(train, model.config.vocab_size))
-    atomic_write(run_dir / "evaluation.json", (json.dumps(result, indent=2) + "\n").encode())
+    write_json(run_dir / "evaluation.json", result)
 
 
 def _minutes(minutes: float | None) -> str:
     return "time not measured at this scale" if minutes is None else f"about {minutes:.0f} min on 2 cores"
 
 
-def evaluation(name: str, scale: Scale | str | None = None) -> dict:
+def evaluation(name: str, scale: Scale) -> dict:
     """The held-out evaluation (with baselines) written when the entry was built."""
-    scale = current_scale(scale)
     path = entry_dir(entry(name), scale) / "evaluation.json"
     if not path.exists():
         raise FileNotFoundError(f"zoo entry {name!r} is not built at {scale.name} scale; run "
@@ -208,22 +196,21 @@ def evaluation(name: str, scale: Scale | str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
-def checkpoints(name: str, scale: Scale | str | None = None) -> dict[int, Path]:
+def checkpoints(name: str, scale: Scale) -> dict[int, Path]:
     """step -> checkpoint directory of every checkpoint the entry has kept (one per evaluation), in order."""
-    root = entry_dir(entry(name), current_scale(scale)) / "checkpoints"
+    root = entry_dir(entry(name), scale) / "checkpoints"
     found = {int(p.name.removeprefix("step-")): p for p in root.glob("step-*") if STEP_DIR.fullmatch(p.name)}
     return dict(sorted(found.items()))
 
 
-def metrics(name: str, scale: Scale | str | None = None) -> list[dict]:
+def metrics(name: str, scale: Scale) -> list[dict]:
     """The entry's metrics.jsonl records (train steps and held-out evaluations)."""
-    return read_metrics(entry_dir(entry(name), current_scale(scale)))
+    return read_metrics(entry_dir(entry(name), scale))
 
 
-def build(names: Sequence[str] | None = None, scale: Scale | str | None = None,
+def build(names: Sequence[str] | None, scale: Scale,
           progress: bool = True) -> list[dict]:
     """Build every missing entry (or those named), one after another, with one progress bar."""
-    scale = current_scale(scale)
     todo = [r for r in status(scale, names) if r["state"] != "built"]
     total = sum(r["steps"] - r["steps_done"] for r in todo)
     with tqdm(total=total, disable=not progress, desc=f"zoo ({scale.name})", unit="step") as bar:
@@ -236,9 +223,8 @@ def build(names: Sequence[str] | None = None, scale: Scale | str | None = None,
     return summary(scale, names)
 
 
-def summary(scale: Scale | str | None = None, names: Sequence[str] | None = None) -> list[dict]:
+def summary(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
     """Built entries' held-out numbers: [MASK] accuracy, all predicted, sentence task, minutes trained."""
-    scale = current_scale(scale)
     rows = []
     for row in status(scale, names):
         if row["state"] != "built":

@@ -7,7 +7,17 @@ triton early, so the variable is set here, before any test module is collected.
 
 import os
 
+import pytest
 import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny models run fastest on one thread, and much slower when threads fight on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -263,16 +263,17 @@ def ci_env(ci_cache, monkeypatch):
 
 
 def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
-    from minialbert.pretraining_data import course_pretraining_data
-    from minialbert.tokenizer import CLS_ID, MASK_ID, course_tokenizer
+    from minialbert.course import course_pretraining_data, course_tokenizer
+    from minialbert.scale import SCALES
+    from minialbert.tokenizer import CLS_ID, MASK_ID
 
-    data = course_pretraining_data("mlm", "test")
+    data = course_pretraining_data("mlm", "test", SCALES["ci"])
     first, again = heldout_batches(data, 10, batch_size=4), heldout_batches(data, 10, batch_size=4)
     assert [len(b["input_ids"]) for b in first] == [4, 4, 2]
     for a, b in zip(first, again):
         assert all(torch.equal(a[k], b[k]) for k in a)
         assert (a["input_ids"][:, 0] == CLS_ID).all() and not (a["input_ids"] == MASK_ID).any()
-    tok = course_tokenizer()
+    tok = course_tokenizer(SCALES["ci"])
     retokenized = heldout_batches(data, 10, batch_size=4, source=tok, target=tok, max_len=16)
     assert max(b["input_ids"].shape[1] for b in retokenized) <= 16
     with pytest.raises(ValueError, match="both source and target"):
@@ -281,12 +282,13 @@ def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
 
 def _tiny_official(directory, vocab_size):
     """A local directory in transformers' format with the course tokenizer as its spiece.model."""
-    from minialbert.tokenizer import course_tokenizer
+    from minialbert.course import course_tokenizer
+    from minialbert.scale import SCALES
 
     ref = _hf(transformers.AlbertForMaskedLM, transformers.AlbertConfig,
               **{**ALBERT_SMALL, "vocab_size": vocab_size, "max_position_embeddings": 64})
     ref.save_pretrained(directory)
-    course_tokenizer().save(directory / "spiece.model")
+    course_tokenizer(SCALES["ci"]).save(directory / "spiece.model")
     return directory
 
 
@@ -320,7 +322,7 @@ def test_cli_official_without_network_is_one_line(ci_env, capsys, monkeypatch):
     monkeypatch.setattr(hf, "HUB_URL", "http://127.0.0.1:9")              # nothing listens: refused at once
     assert main(["smoothness", "--official", "albert-large-v2", "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("minialbert: error: --official albert-large-v2: download failed")
+    assert err.startswith("minialbert: error: official model albert-large-v2: download failed")
     assert err.count("\n") == 1
 
 

@@ -13,7 +13,7 @@ import safetensors.torch
 import torch
 
 from minialbert.__main__ import main
-from minialbert.train import read_metrics
+from minialbert.checkpoint import read_metrics
 
 # ci-albert shrunk further: the tests time processes, not learning.
 SHRINK = ["--set", "embedding_size=16", "--set", "hidden_size=32", "--set", "num_layers=2",
@@ -26,8 +26,9 @@ def env(tmp_path_factory):
     """A private cache holding the ci-scale tokenizer and pretraining data, built once per module."""
     cache = tmp_path_factory.mktemp("cache")
     environ = {**os.environ, "MINIALBERT_CACHE": str(cache), "MINIALBERT_SCALE": "ci", "OMP_NUM_THREADS": "1"}
-    build = ("from minialbert.pretraining_data import course_pretraining_data as c\n"
-             "for s in ('train', 'valid'): c('sop', s, 'ci')")
+    build = ("from minialbert.course import course_pretraining_data as c\n"
+             "from minialbert.scale import SCALES\n"
+             "for s in ('train', 'valid'): c('sop', s, SCALES['ci'])")
     subprocess.run([sys.executable, "-c", build], env=environ, check=True, cwd=ROOT)
     return environ
 
@@ -59,6 +60,19 @@ def test_help_documents_every_option(capsys):
     with pytest.raises(SystemExit):
         main(["evaluate", "--help"])
     assert "--checkpoint" in capsys.readouterr().out
+
+
+def test_every_subcommand_takes_the_common_options():
+    """`python -m minialbert <sub> --debug --help` for every subcommand, in a fresh process: each one
+    takes --scale, --debug and --quiet (one parent parser, so none can leave one out)."""
+    from minialbert.__main__ import COMMANDS
+
+    for command in COMMANDS:
+        out = subprocess.run([sys.executable, "-m", "minialbert", command, "--debug", "--help"], cwd=ROOT,
+                             capture_output=True, text=True)
+        assert out.returncode == 0, f"{command}: {out.stderr}"
+        for option in ("--scale", "--debug", "--quiet"):
+            assert option in out.stdout, f"{command} --help does not list {option}"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -169,4 +183,4 @@ def test_smoothness_on_a_bert_checkpoint_with_a_wordpiece_vocab(env, tmp_path):
     (official / "vocab.txt").unlink()                      # no tokenizer file: one line naming both kinds
     res = run(argv, env, timeout=300)
     assert res.returncode == 2 and res.stderr.count("\n") == 1
-    assert f"--official {official} has no spiece.model or vocab.txt" in res.stderr
+    assert f"official model {official} has no spiece.model or vocab.txt" in res.stderr

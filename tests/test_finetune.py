@@ -14,6 +14,8 @@ from torch.testing import assert_close
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
 from minialbert.__main__ import main
+from minialbert.checkpoint import read_metrics
+from minialbert.course import course_tokenizer
 from minialbert.evaluation import (
     bag_of_words_baseline,
     f1_binary,
@@ -23,8 +25,8 @@ from minialbert.evaluation import (
     task_metrics,
 )
 from minialbert.finetune import (
-    AlbertForSequenceClassification,
     FinetuneArgs,
+    classifier_from_checkpoint,
     curve_summary,
     encode_examples,
     evaluate_classifier,
@@ -32,10 +34,10 @@ from minialbert.finetune import (
     learning_curve,
     load_finetuned,
 )
+from minialbert.model import AlbertForSequenceClassification
 from minialbert.plots import plot_learning_curve
+from minialbert.scale import SCALES
 from minialbert.tasks import Example, Task, load_task
-from minialbert.tokenizer import course_tokenizer
-from minialbert.train import read_metrics
 
 FAMILIES = {"albert": (transformers.AlbertForSequenceClassification, transformers.AlbertConfig, ALBERT_SMALL),
             "bert": (transformers.BertForSequenceClassification, transformers.BertConfig, BERT_SMALL)}
@@ -175,7 +177,7 @@ def test_correlations_on_known_cases():
 # ---------------------------------------------------------------------------------- the loop
 @pytest.fixture(scope="module")
 def tokenizer():
-    return course_tokenizer("ci")
+    return course_tokenizer(SCALES["ci"])
 
 
 def _tiny(tokenizer, num_labels=2, seed=0):
@@ -265,8 +267,8 @@ def test_curve_summary_and_its_plot():
 # ---------------------------------------------------------------------------------- CLI
 def _pretraining_checkpoint(run_dir, vocab_size):
     """A one-step pretraining run directory in the trainer's checkpoint format."""
+    from minialbert.checkpoint import save_checkpoint
     from minialbert.optim import make_optimizer, warmup_linear_decay
-    from minialbert.train import save_checkpoint
 
     torch.manual_seed(0)
     cfg = AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_layers=2, num_heads=2,
@@ -290,7 +292,7 @@ def test_cli_finetunes_a_checkpoint(tokenizer, tmp_path, capsys):
     assert 0 <= report["dev"]["accuracy"] <= 1
     assert (out / "metrics.jsonl").is_file() and load_finetuned(out).num_labels == 2
     # the encoder starts from the checkpoint's weights, not a fresh initialisation
-    start = AlbertForSequenceClassification.from_checkpoint(tmp_path / "pre", 2).albert
+    start = classifier_from_checkpoint(tmp_path / "pre", 2).albert
     for name, value in pretrained.albert.state_dict().items():
         assert torch.equal(start.state_dict()[name], value), name
 

@@ -20,11 +20,13 @@ from test_tokenizer import SENTENCES
 from test_train import TINY, args, synthetic_examples
 
 from minialbert import download
+from minialbert.checkpoint import CHECKPOINT_FILES, MANIFEST, find_checkpoint, load_checkpoint
 from minialbert.config import ACTIVATIONS, SHARING, AlbertConfig
-from minialbert.model import IGNORE_INDEX, AlbertForPretraining, AlbertModel, count_parameters
+from minialbert.costs import count_parameters
+from minialbert.model import IGNORE_INDEX, AlbertForPretraining, AlbertModel
 from minialbert.pretraining_data import PretrainingDataset
 from minialbert.tokenizer import Tokenizer
-from minialbert.train import CHECKPOINT_FILES, MANIFEST, find_checkpoint, load_checkpoint, pretrain
+from minialbert.train import pretrain
 
 
 def fuzz(examples: int):
@@ -37,11 +39,8 @@ BAD_VALUES = [0, -1, 2.5, None, "3", "all", True, False, math.nan, math.inf, -ma
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread):
+    """Every test here runs on one thread (conftest.one_thread)."""
 
 
 # ---------------------------------------------------------------------------- configs

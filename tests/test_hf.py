@@ -413,7 +413,7 @@ def test_load_pretrained_falls_back_to_pytorch_model_bin(hub, tmp_path):
 @pytest.mark.skipif(os.environ.get("MINIALBERT_NETWORK") != "1", reason="downloads albert-base-v2; set "
                     "MINIALBERT_NETWORK=1 to run")
 def test_albert_base_v2_known_values():
-    """The check value from transformers' own ALBERT integration test (see PAPER_FACTS.md)."""
+    """The check value from transformers' own ALBERT integration test (test_modeling_albert.py)."""
     model, spiece = hf.load_pretrained("albert-base-v2")
     ids = torch.tensor([[0, 345, 232, 328, 740, 140, 1695, 69, 6078, 1588, 2]])
     mask = torch.tensor([[0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]])

@@ -11,23 +11,20 @@ from hypothesis import strategies as st
 
 from minialbert import AlbertConfig, AlbertForPretraining
 from minialbert.corpus import Document
+from minialbert.course import course_pretraining_data
+from minialbert.masking import MaskingVocab, ngram_mask, ngram_probabilities, whole_words
+from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import (
     COURSE_SEED,
-    IGNORE_INDEX,
-    MaskingVocab,
     PretrainingDataset,
     build_examples,
     collate,
-    course_pretraining_data,
     examples_from_token_documents,
     length_balanced,
     make_dataloader,
-    ngram_mask,
-    ngram_probabilities,
     unmasked_ids,
-    whole_words,
 )
-from minialbert.scale import current_scale
+from minialbert.scale import SCALES, current_scale
 from minialbert.tokenizer import CLS_ID, MASK_ID, PAD_ID, SEP_ID, Tokenizer
 
 SPECIALS = set(range(5))
@@ -386,10 +383,10 @@ def test_course_pretraining_data_wires_scale_corpus_and_tokenizer(tiny_tokenizer
                                                                    tmp_path):
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     calls = []
-    monkeypatch.setattr("minialbert.pretraining_data.pydocs_documents",
+    monkeypatch.setattr("minialbert.course.pydocs_documents",
                         lambda split, max_documents: calls.append((split, max_documents)) or documents)
-    monkeypatch.setattr("minialbert.pretraining_data.course_tokenizer", lambda scale: tiny_tokenizer[0])
-    ds = course_pretraining_data("nsp", "valid", "ci")
+    monkeypatch.setattr("minialbert.course.course_tokenizer", lambda scale: tiny_tokenizer[0])
+    ds = course_pretraining_data("nsp", "valid", SCALES["ci"])
     ci = current_scale("ci")
     assert calls == [("valid", ci.max_documents)]
     assert ds.objective == "nsp" and ds.max_seq_len == ci.max_seq_len
@@ -404,11 +401,11 @@ def test_course_pretraining_data_adds_the_scale_packages_to_the_train_split_only
     package_docs = [Document("pkg.module", ("A package sentence that only the train split may see.",
                                             "Another sentence from the package's docstrings."))]
     asked = []
-    monkeypatch.setattr("minialbert.pretraining_data.pydocs_documents",
+    monkeypatch.setattr("minialbert.course.pydocs_documents",
                         lambda split, max_documents: documents)
-    monkeypatch.setattr("minialbert.pretraining_data.package_documents",
+    monkeypatch.setattr("minialbert.course.package_documents",
                         lambda split, packages: asked.append((split, packages)) or package_docs)
-    monkeypatch.setattr("minialbert.pretraining_data.course_tokenizer", lambda scale: tiny_tokenizer[0])
+    monkeypatch.setattr("minialbert.course.course_tokenizer", lambda scale: tiny_tokenizer[0])
     scale = dataclasses.replace(current_scale("ci"), packages=("pkg",))
     train, valid = (course_pretraining_data("mlm", split, scale) for split in ("train", "valid"))
     assert asked == [("train", ("pkg",))]                      # held-out text stays the stdlib's

@@ -19,26 +19,24 @@ from test_train import TINY, args, synthetic_examples, weights
 import minialbert as ma
 from minialbert import download
 from minialbert.__main__ import main
-from minialbert.config import AlbertConfig
-from minialbert.model import AlbertForPretraining, AlbertModel, count_parameters
-from minialbert.train import (
+from minialbert.checkpoint import (
     NonFiniteError,
     RunLockedError,
-    TrainArgs,
     find_checkpoint,
     load_checkpoint,
-    pretrain,
     read_metrics,
     run_lock,
 )
+from minialbert.config import AlbertConfig
+from minialbert.costs import count_parameters
+from minialbert.model import AlbertForPretraining, AlbertModel
+from minialbert.scale import SCALES
+from minialbert.train import TrainArgs, pretrain
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread):
+    """Every test here runs on one thread (conftest.one_thread)."""
 
 
 def flip_bytes(path, offset: int, count: int = 4) -> None:
@@ -103,9 +101,9 @@ def test_bad_hyper_parameters_are_refused_before_anything_is_written(change, mes
 
 def test_scale_warmup_is_clamped_to_a_short_run_with_a_warning():
     with pytest.warns(UserWarning, match="warmup of 5 steps is longer than steps=3: using warmup=3"):
-        assert TrainArgs.from_scale("ci", steps=3).warmup == 3
+        assert TrainArgs.from_scale(SCALES["ci"], steps=3).warmup == 3
     with pytest.raises(ValueError, match="warmup 5 must be between 0 and steps 3"):
-        TrainArgs.from_scale("ci", steps=3, warmup=5)                       # the user's own value: refused
+        TrainArgs.from_scale(SCALES["ci"], steps=3, warmup=5)               # the user's own value: refused
 
 
 def test_a_non_finite_loss_stops_the_run_and_latest_stays_good(tmp_path):
@@ -252,10 +250,10 @@ def test_bad_options_are_refused_by_the_parser(capsys, argv):
 def test_unexpected_errors_and_ctrl_c_are_one_line_and_debug_shows_traceback(monkeypatch, capsys, tmp_path):
     import minialbert.__main__ as cli
 
-    def boom(args):
+    def boom(args, scale):
         raise TypeError("something odd\nsecond line")
 
-    monkeypatch.setattr(cli, "cmd_figures", boom)
+    monkeypatch.setitem(cli.COMMANDS, "figures", boom)
     assert main(["figures"]) == 1
     assert capsys.readouterr().err == ("minialbert: error: TypeError: something odd "
                                        "(run with --debug for the traceback)\n")
@@ -263,10 +261,10 @@ def test_unexpected_errors_and_ctrl_c_are_one_line_and_debug_shows_traceback(mon
         with pytest.raises(TypeError):
             main(argv)
 
-    def interrupted(args):
+    def interrupted(args, scale):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "cmd_pretrain", interrupted)
+    monkeypatch.setitem(cli.COMMANDS, "pretrain", interrupted)
     assert main(["pretrain", "--out", str(tmp_path)]) == 130
     assert capsys.readouterr().err == (f"minialbert: interrupted; the last checkpoint in {tmp_path} is "
                                        "intact (continue with --resume)\n")
@@ -333,11 +331,13 @@ def test_damaged_cache_files_are_reported_and_rebuilt(tmp_path):
 def test_a_replaced_tokenizer_cache_is_rebuilt(tmp_path, monkeypatch):
     from test_tokenizer import SENTENCES
 
-    from minialbert.scale import SCALES
-    from minialbert.tokenizer import Tokenizer, course_tokenizer
+    from minialbert.config import PRESETS
+    from minialbert.course import course_tokenizer
+    from minialbert.tokenizer import Tokenizer
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
-    scale = dataclasses.replace(SCALES["ci"], max_documents=40, vocab_size=300)
+    monkeypatch.setitem(PRESETS, "tiny-albert", {**PRESETS["ci-albert"], "vocab_size": 300})
+    scale = dataclasses.replace(SCALES["ci"], albert_preset="tiny-albert", max_documents=40)
     tok = course_tokenizer(scale)
     [path] = (tmp_path / "tokenizers").glob("*.model")
     Tokenizer.train(SENTENCES, vocab_size=120).save(path)                   # another valid model

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minialbert.corpus import pydocs_documents
+from minialbert.course import course_tokenizer
 from minialbert.scale import current_scale
 from minialbert.tokenizer import (
     CLS_ID,
@@ -24,7 +25,6 @@ from minialbert.tokenizer import (
     UNK_ID,
     Tokenizer,
     WordPieceTokenizer,
-    course_tokenizer,
     normalize,
 )
 
@@ -165,7 +165,7 @@ def test_course_tokenizer_is_cached(monkeypatch, tmp_path):
     assert len(models) == 1
     # a new process finds the cached model and loads it quickly, with the same vocabulary
     code = ("import time; from minialbert.scale import current_scale; "
-            "from minialbert.tokenizer import course_tokenizer; t = time.perf_counter(); "
+            "from minialbert.course import course_tokenizer; t = time.perf_counter(); "
             "tok = course_tokenizer(current_scale('ci')); print(time.perf_counter() - t); "
             "print(tok.model_proto.hex())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

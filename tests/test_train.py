@@ -7,27 +7,17 @@ import pytest
 import torch
 
 from minialbert import AlbertConfig
+from minialbert.checkpoint import find_checkpoint, load_checkpoint, read_metrics
 from minialbert.pretraining_data import collate
-from minialbert.train import (
-    StepBatches,
-    TrainArgs,
-    find_checkpoint,
-    load_checkpoint,
-    pretrain,
-    read_metrics,
-)
+from minialbert.train import StepBatches, TrainArgs, pretrain
 
 TINY = AlbertConfig.preset("ci-albert", vocab_size=50, embedding_size=16, hidden_size=32, num_layers=2,
                            num_heads=2, intermediate_size=64, max_position_embeddings=32)
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread, and much slower when threads fight on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread):
+    """Every test here runs on one thread (conftest.one_thread)."""
 
 
 def synthetic_examples(n: int, vocab: int = 50, seed: int = 0, sentence: bool = True) -> list[dict]:
@@ -67,7 +57,7 @@ def weights(model) -> dict:
 
 def test_step_batches_shard_the_global_batch_and_follow_epochs():
     a = args(batch_size=8, grad_accum=2, steps=10)
-    single = StepBatches(20, args(batch_size=8, steps=10))           # 2 steps per epoch
+    single = StepBatches.for_run(20, args(batch_size=8, steps=10))           # 2 steps per epoch
     assert single.steps_per_epoch == 2
     got = [list(b) for b in single]
     assert len(got) == 10 and all(len(b) == 8 for b in got)
@@ -77,15 +67,15 @@ def test_step_batches_shard_the_global_batch_and_follow_epochs():
     for step in (0, 3, 7):
         shards = []
         for rank in range(2):
-            sharded = list(StepBatches(20, a, start_step=step, rank=rank, world_size=2))
+            sharded = list(StepBatches.for_run(20, a, start_step=step, rank=rank, world_size=2))
             shards += sharded[0] + sharded[1]                          # both micro-batches of `step`
         assert shards == single.global_batch(step)
-    resumed = list(StepBatches(20, args(batch_size=8, steps=10), start_step=7))
+    resumed = list(StepBatches.for_run(20, args(batch_size=8, steps=10), start_step=7))
     assert resumed == got[7:]
     with pytest.raises(ValueError, match="multiple of processes x grad_accum"):
-        StepBatches(20, args(batch_size=6, grad_accum=4))
+        StepBatches.for_run(20, args(batch_size=6, grad_accum=4))
     with pytest.raises(ValueError, match="fewer than one batch"):
-        StepBatches(5, args(batch_size=8))
+        StepBatches.for_run(5, args(batch_size=8))
 
 
 def test_train_args_validate():

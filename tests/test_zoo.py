@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from minialbert import zoo
+from minialbert.checkpoint import find_checkpoint, read_metrics
 from minialbert.scale import SCALES
-from minialbert.train import find_checkpoint, read_metrics
 
 SCALE = dataclasses.replace(SCALES["ci"], zoo_steps=4, pretrain_steps=2, warmup_steps=1, zoo_evals=2)
 
@@ -111,7 +111,7 @@ def test_the_whole_ci_zoo_builds_from_the_cli(capsys, tmp_path):
     assert main(["zoo", "--scale", "ci", "--out", str(tmp_path / "zoo.json")]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in zoo.ENTRIES) and "missing" not in out
-    assert {r["state"] for r in zoo.status("ci")} == {"built"}
+    assert {r["state"] for r in zoo.status(SCALES["ci"])} == {"built"}
     written = json.loads((tmp_path / "zoo.json").read_text())
     assert written["scale"] == "ci" and [r["name"] for r in written["entries"]] == list(zoo.ENTRIES)
     assert all(0 <= r["mask_accuracy"]["accuracy"] <= 1 and r["minutes"] > 0 for r in written["entries"])

@@ -1,0 +1,296 @@
+"""Checkpoints and run directories: save, verify, find and load; the run lock; the run files.
+
+A run directory (`out_dir` of a pretraining or fine-tuning run):
+    config.json, train_args.json      the model config and the training arguments
+    metrics.jsonl                     one JSON record per train step / evaluation
+    checkpoints/step-000100/          model.safetensors, config.json, trainer_state.json, optimizer.pt,
+                                      manifest.json (the sha256 of each, checked whenever it is read)
+    checkpoints/latest                the name of the newest complete, finite checkpoint
+    .lock                             held (flock, with the PID) while a run uses the directory
+
+A checkpoint's config.json is the model config plus its head (`model.head_record`), so loading a
+checkpoint builds the right model from config.json alone; trainer_state.json is only for resuming.
+Every file is written to a temporary name, fsynced and renamed, so a kill leaves either the old
+checkpoint or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import safetensors
+import safetensors.torch
+import torch
+from torch import nn
+
+from .config import AlbertConfig
+from .download import atomic_write, sha256_of, write_json
+from .model import HEAD_FIELDS, build_model, head_record
+
+CHECKPOINT_FILES = ("model.safetensors", "config.json", "trainer_state.json", "optimizer.pt")
+MANIFEST = "manifest.json"          # {file: sha256} of CHECKPOINT_FILES, written into the checkpoint
+LOCK_FILE = ".lock"
+STEP_DIR = re.compile(r"step-\d{6,}")
+
+
+class NonFiniteError(FloatingPointError):
+    """A loss, gradient or parameter became NaN or infinite: the run stops before saving it."""
+
+
+class RunLockedError(OSError):
+    """Another live process holds the run directory's lock."""
+
+
+# ---------------------------------------------------------------------------- saving
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(run_dir: Path, model: nn.Module, optimizer, scheduler, state: dict,
+                    keep_last: int) -> Path:
+    """Write checkpoints/step-NNNNNN atomically (temp dir, fsync, rename), point `latest` at it, prune.
+
+    The checkpoint carries manifest.json, the sha256 of each file; a model with a non-finite
+    parameter is refused, so `latest` only ever names a finite, verifiable checkpoint.
+    """
+    bad = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
+    if bad:
+        raise NonFiniteError(f"step {state['step']}: parameters {bad[:3]} hold NaN or infinity; "
+                             f"not saving a checkpoint")
+    root = Path(run_dir) / "checkpoints"
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"step-{state['step']:06d}"
+    tmp = root / f".tmp-{name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    safetensors.torch.save_model(model, str(tmp / "model.safetensors"))  # the tied decoder is stored once
+    write_json(tmp / "config.json", {**model.config.to_dict(), **head_record(model)})
+    write_json(tmp / "trainer_state.json", state)
+    rng = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng},
+               tmp / "optimizer.pt")
+    for f in CHECKPOINT_FILES:
+        _fsync(tmp / f)
+    write_json(tmp / MANIFEST, {f: sha256_of(tmp / f) for f in CHECKPOINT_FILES})
+    _fsync(tmp)
+    final = root / name
+    if final.exists():                      # left by a run that crashed before updating `latest`
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    _fsync(root)
+    latest_tmp = root / f".latest.tmp-{os.getpid()}"
+    latest_tmp.write_text(name + "\n")
+    _fsync(latest_tmp)
+    os.replace(latest_tmp, root / "latest")
+    _fsync(root)
+    # Prune older checkpoints only: newer ones are left by a run resumed with resume_from from an
+    # earlier step, and are replaced when this run reaches them.
+    for old in sorted(p for p in root.glob("step-*") if p.name <= name)[:-keep_last]:
+        shutil.rmtree(old)
+    return final
+
+
+# ---------------------------------------------------------------------------- finding and checking
+def read_json(path: Path) -> dict:
+    """A checkpoint's JSON file; errors name the file and say whether it is missing or damaged."""
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"checkpoint file {path} is corrupt or truncated (not valid JSON: {e})") from None
+
+
+def verify_checkpoint(ckpt: Path) -> None:
+    """Check each file of a checkpoint against the sha256 in its manifest; ValueError naming a damaged one."""
+    manifest = read_json(ckpt / MANIFEST)
+    if not isinstance(manifest, dict) or sorted(manifest) != sorted(CHECKPOINT_FILES):
+        raise ValueError(f"checkpoint file {ckpt / MANIFEST} is damaged (it must list "
+                         f"{', '.join(CHECKPOINT_FILES)})")
+    for name in CHECKPOINT_FILES:
+        path = ckpt / name
+        if not path.is_file():
+            raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
+        if sha256_of(path) != manifest[name]:
+            raise ValueError(f"checkpoint file {path} is damaged (its sha256 differs from {MANIFEST}); "
+                             f"resume from an earlier checkpoint (resume_from / --resume-from) or start over")
+
+
+def earlier_checkpoints(ckpt: Path) -> list[Path]:
+    """The step directories beside `ckpt` that are older than it, newest first."""
+    return sorted((p for p in ckpt.parent.glob("step-*") if p.name < ckpt.name), reverse=True)
+
+
+def find_checkpoint(path: str | Path) -> Path | None:
+    """A checkpoint directory from a run directory (via checkpoints/latest) or a step directory."""
+    path = Path(path)
+    if (path / "model.safetensors").exists() or (path / "trainer_state.json").exists():
+        return path
+    latest = path / "checkpoints" / "latest"
+    if not latest.exists():
+        return None
+    try:
+        name = latest.read_text().strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{latest} is unreadable ({e}); resume from a step-* directory") from None
+    if not STEP_DIR.fullmatch(name):
+        raise ValueError(f"{latest} is damaged (it holds {name[:40]!r}, not a step-NNNNNN name); "
+                         f"resume from a step-* directory")
+    step_dir = latest.parent / name
+    if not step_dir.is_dir():
+        raise ValueError(f"{latest} points to {step_dir.name}, which does not exist; the run directory "
+                         f"is damaged: delete {latest} to start over or point it at a step-* directory")
+    return step_dir
+
+
+def read_config(ckpt: Path, expected: AlbertConfig | None = None) -> tuple[AlbertConfig, dict]:
+    """(model config, head record) of a checkpoint; with `expected`, a different config is an error."""
+    fields = read_json(ckpt / "config.json")
+    if not isinstance(fields, dict):
+        raise ValueError(f"checkpoint file {ckpt / 'config.json'} is not a JSON object")
+    head = {k: fields.pop(k) for k in HEAD_FIELDS if k in fields}
+    try:
+        saved = AlbertConfig.from_dict(fields)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"checkpoint file {ckpt / 'config.json'} is not a valid AlbertConfig: {e}") from None
+    if expected is not None and saved != expected:
+        diff = {k: (v, getattr(expected, k)) for k, v in saved.to_dict().items() if getattr(expected, k) != v}
+        detail = ", ".join(f"{k}: checkpoint {a!r} vs requested {b!r}" for k, (a, b) in diff.items())
+        raise ValueError(f"checkpoint {ckpt} was written for a different model config ({detail}); "
+                         f"use the same preset/config or a new output directory")
+    return saved, head
+
+
+# ---------------------------------------------------------------------------- loading
+def load_weights(model: nn.Module, path: Path) -> None:
+    """Load model.safetensors into `model`; every tensor must fit (names and shapes)."""
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
+    try:
+        missing, unexpected = safetensors.torch.load_model(model, str(path), strict=False)
+    except (safetensors.SafetensorError, OSError) as e:
+        raise ValueError(f"checkpoint file {path} is corrupt or truncated ({e})") from None
+    except RuntimeError as e:
+        raise ValueError(f"checkpoint file {path} does not fit the model (shapes differ: {e})") from None
+    missing = [k for k in missing if k != "mlm_head.decoder_weight"]   # tied: stored once as the embeddings
+    if missing or unexpected:
+        raise ValueError(f"checkpoint file {path} does not fit the model: missing {missing}, "
+                         f"unexpected {unexpected} (was it saved for another objective?)")
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> nn.Module:
+    """The model of a checkpoint (a run directory or a step directory), verified, in eval mode:
+    an AlbertForPretraining or an AlbertForSequenceClassification, as its config.json says."""
+    ckpt = find_checkpoint(path)
+    if ckpt is None:
+        raise FileNotFoundError(f"no checkpoint in {path} (expected model.safetensors or checkpoints/latest)")
+    verify_checkpoint(ckpt)
+    cfg, head = read_config(ckpt)
+    try:
+        model = build_model(cfg, head)
+    except ValueError as e:
+        raise ValueError(f"checkpoint file {ckpt / 'config.json'} names no model minialbert builds "
+                         f"({e})") from None
+    load_weights(model, ckpt / "model.safetensors")
+    return model.to(device).eval()
+
+
+def load_optimizer_state(path: Path) -> dict:
+    """optimizer.pt: {"optimizer", "scheduler", "rng"} as save_checkpoint wrote them."""
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises several types for damaged zip archives
+        raise ValueError(f"checkpoint file {path} is corrupt or truncated "
+                         f"({type(e).__name__}: {e})") from None
+
+
+# ---------------------------------------------------------------------------- the run directory
+@contextlib.contextmanager
+def run_lock(run_dir: Path):
+    """Hold run_dir/.lock while a run uses the directory (created if missing, removed again if the
+    run leaves it empty). The flock dies with its process, so a stale lock file is simply taken over."""
+    import fcntl  # POSIX; imported here so the module still imports elsewhere
+
+    created = not run_dir.exists()
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot use {str(run_dir)!r} as a run directory: {e.strerror}") from None
+    path = run_dir / LOCK_FILE
+    while True:
+        f = open(path, "a+")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            owner = f.read().strip() or "unknown"
+            f.close()
+            raise RunLockedError(f"{run_dir} is in use by another run (PID {owner}, lock {path}); wait "
+                                 f"for it to finish or choose another output directory") from None
+        if path.exists() and os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
+            break                                # not unlinked by a previous holder meanwhile
+        f.close()
+    try:
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        _remove_temporaries(run_dir)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        f.close()
+        if created and not any(run_dir.iterdir()):
+            run_dir.rmdir()
+
+
+def _remove_temporaries(run_dir: Path) -> None:
+    """Delete temporary files and folders an interrupted save left behind (we hold the lock)."""
+    checkpoints = run_dir / "checkpoints"
+    leftovers = [*run_dir.glob(".*.tmp-*"), *run_dir.glob(".*.tmp"), *checkpoints.glob(".*tmp-*")]
+    for tmp in leftovers:
+        shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+
+
+def start_run_files(out_dir: Path, cfg: AlbertConfig, args, history: list[dict]):
+    """Write config.json, train_args.json (a dataclass) and metrics.jsonl once the first step has
+    succeeded; -> the metrics file, open for appending. A crashed run may have logged past its last
+    checkpoint: the metrics keep only what the checkpoint saw."""
+    write_json(out_dir / "config.json", cfg.to_dict())
+    write_json(out_dir / "train_args.json", dataclasses.asdict(args))
+    write_json_lines(out_dir / "metrics.jsonl", history)
+    return open(out_dir / "metrics.jsonl", "a")
+
+
+def write_json_lines(path: Path, records: list[dict]) -> None:
+    """Replace a JSON-lines file atomically: one record per line."""
+    atomic_write(path, "".join(json.dumps(r) + "\n" for r in records).encode())
+
+
+def record_metrics(record: dict, history: list[dict], log_file, callbacks) -> None:
+    """Append a metrics record to the history, to metrics.jsonl (if open) and pass it to callbacks."""
+    history.append(record)
+    if log_file is not None:
+        log_file.write(json.dumps(record, allow_nan=False) + "\n")
+        log_file.flush()
+    for cb in callbacks:
+        cb(record)
+
+
+def read_metrics(run_dir: str | Path) -> list[dict]:
+    """The records of a run's metrics.jsonl."""
+    path = Path(run_dir) / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

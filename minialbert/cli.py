@@ -1,0 +1,230 @@
+"""The command line's parser: every subcommand, its options and their help (python -m minialbert -h).
+
+Every subcommand takes --scale, --debug and --quiet from one parent parser; choices come from the
+package's registries (objectives, scales). The commands themselves are in __main__.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .config import OBJECTIVES
+from .scale import SCALES
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad option as one line, `minialbert: error: ...`, exit status 2."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"minialbert: error: {message} (see `{self.prog} --help`)\n")
+        raise SystemExit(2)
+
+
+def parse_override(text: str) -> tuple[str, object]:
+    """'key=value' -> (key, value); value is read as JSON when it can be (numbers, true, null)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--set takes KEY=VALUE (e.g. num_layers=2), got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def directory(text: str) -> Path:
+    """argparse type: a non-empty path (an empty --out would write the run into the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a directory name, got an empty string")
+    return Path(text)
+
+
+def common_options() -> Parser:
+    """--scale, --debug and --quiet: every subcommand takes them (a parent parser)."""
+    common = Parser(add_help=False)
+    common.add_argument("--scale", choices=list(SCALES),
+                        help=f"sizes for defaults and data: {', '.join(SCALES)} (default: $MINIALBERT_SCALE "
+                             f"or course)")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,   # keeps a --debug
+                        help="show the full traceback of an error")                  # given before it
+    common.add_argument("--quiet", action="store_true", help="no progress bar")
+    return common
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="minialbert", description="ALBERT from scratch: pretrain, evaluate, make the figures.")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    common = common_options()
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    def command(name: str, **kwargs) -> Parser:
+        return sub.add_parser(name, parents=[common], **kwargs)
+
+    pre = command("pretrain", help="pretrain a model on the course corpus",
+                         description="Pretrain ALBERT (or its BERT twin) with MLM, MLM+NSP or MLM+SOP. "
+                                     "Options left out take the scale's values. Launch with torchrun "
+                                     "--nproc_per_node=N for DistributedDataParallel.")
+    pre.add_argument("--out", required=True, type=directory,
+                     help="run directory: config, metrics.jsonl and checkpoints go here")
+    pre.add_argument("--resume", action="store_true",
+                     help="continue from the run directory's latest checkpoint")
+    pre.add_argument("--resume-from", type=Path, metavar="STEP_DIR",
+                     help="continue from this checkpoint (e.g. OUT/checkpoints/step-000100 when the latest "
+                          "one is damaged); later checkpoints are replaced as the run reaches them")
+    pre.add_argument("--preset", help="AlbertConfig preset, e.g. course-albert or course-bert "
+                                      "(default: the scale's ALBERT preset)")
+    pre.add_argument("--set", dest="overrides", action="append", default=[], type=parse_override,
+                     metavar="KEY=VALUE", help="change a config field, e.g. --set num_layers=2 (repeatable)")
+    pre.add_argument("--objective", choices=list(OBJECTIVES), default="sop",
+                     help="mlm alone, mlm + next-sentence prediction, or mlm + sentence-order prediction "
+                          "(default: sop)")
+    pre.add_argument("--steps", type=int, help="optimizer steps (default: the scale's)")
+    pre.add_argument("--batch-size", type=int,
+                     help="global batch size over all processes (default: the scale's)")
+    pre.add_argument("--grad-accum", type=int, default=1,
+                     help="micro-batches per process per step (default: 1)")
+    pre.add_argument("--lr", type=float, help="peak learning rate (default: the scale's)")
+    pre.add_argument("--warmup", type=int, help="linear warmup steps (default: the scale's)")
+    pre.add_argument("--weight-decay", type=float, default=0.01, help="weight decay (default: 0.01)")
+    pre.add_argument("--optimizer", choices=["lamb", "adamw"], help="default: the scale's")
+    pre.add_argument("--seed", type=int, default=0, help="seed for initialisation, data order, dropout")
+    pre.add_argument("--eval-every", type=int,
+                     help="steps between held-out evaluations (default: the scale's)")
+    pre.add_argument("--eval-examples", type=int,
+                     help="held-out examples per evaluation, a fixed seeded sample (default: all of them)")
+    pre.add_argument("--checkpoint-every", type=int,
+                     help="steps between checkpoints (default: the scale's eval interval)")
+    pre.add_argument("--keep-last", type=int, default=2, help="checkpoints kept on disk (default: 2)")
+    pre.add_argument("--threads", type=positive_int, help="torch CPU threads (default: torch's choice)")
+
+    ev = command("evaluate", help="held-out MLM and sentence-task accuracy of a checkpoint",
+                        description="Evaluate a checkpoint on the course corpus: MLM accuracy by what "
+                                    "the input showed ([MASK], random, kept) beside the unigram, "
+                                    "copy-or-unigram and neighbour-count baselines, and sentence-task "
+                                    "accuracy with the share of each predicted class, all with 95%% "
+                                    "intervals. A table goes to stderr, JSON to stdout.")
+    ev.add_argument("--checkpoint", required=True, type=Path,
+                    help="a run directory or one of its step-* directories")
+    ev.add_argument("--objective", choices=list(OBJECTIVES),
+                    help="which examples to score (default: the checkpoint's objective; mlm if it has none)")
+    ev.add_argument("--split", choices=["train", "valid", "test"], default="valid", help="default: valid")
+    ev.add_argument("--batch-size", type=int, default=32, help="default: 32")
+    ev.add_argument("--max-examples", type=int,
+                    help="score a fixed seeded sample of this many examples (default: all)")
+    ev.add_argument("--json", action="store_true", help="only the JSON on stdout (no table, no progress bar)")
+
+    zoo = command("zoo", help="build the course model zoo (cached pretraining runs the lessons share)",
+                         description="Build, one after another, every zoo entry that is missing or "
+                                     "unfinished at a scale (a killed build resumes where it stopped), then "
+                                     "print each entry's held-out metrics.")
+    zoo.add_argument("--only", action="append", metavar="NAME", help="build only this entry (repeatable)")
+    zoo.add_argument("--list", action="store_true", help="list the entries, what exists and what each costs")
+    zoo.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    zoo.add_argument("--out", type=Path, metavar="FILE",
+                     help="also write the summary (held-out metrics and minutes per entry) as JSON here")
+
+    abl = command("ablation", help="the NSP vs SOP ablation (the paper's Table 5) on the zoo's arms",
+                         description="Cross-evaluate the zoo's MLM-only, NSP, SOP and length-balanced SOP "
+                                     "arms (MLM, NSP and SOP accuracy with their own heads and with linear "
+                                     "probes, on all held-out "
+                                     "pairs and on the length-matched ones), draw their NSP/SOP curves over "
+                                     "training, fine-tune each on the offline tasks, and write the JSON and "
+                                     "the figure. Builds the zoo entries it needs that are missing.")
+    abl.add_argument("--arms", help="comma-separated arms: an objective, or sop-balanced (SOP on "
+                                    "length-balanced pairs) (default: all of them, minialbert.ablation.ARMS)")
+    abl.add_argument("--seeds", type=positive_int,
+                     help="pretraining seeds per arm (zoo entries; default: the scale's)")
+    abl.add_argument("--no-downstream", action="store_true", help="skip the fine-tuning part")
+    abl.add_argument("--out", type=directory, metavar="DIR",
+                     help="where nsp_vs_sop.json and .png go (default: the scale's figure directory)")
+
+    command("figures", help="regenerate the course figures under assets/figures",
+                         description="Regenerate the course figures (PNG + JSON) at a scale.")
+
+    stu = command("student-notebooks", help="write the student versions of the lessons",
+                         description="Write every lesson with its solutions replaced by stubs and its "
+                                     "self-check answers blanked (see minialbert/student.py).")
+    stu.add_argument("--source", type=Path, default=Path("notebooks"),
+                     help="folder of the lessons (default: notebooks)")
+    stu.add_argument("--out", type=Path, default=Path("notebooks/student"),
+                     help="folder for the student versions (default: notebooks/student)")
+
+    fin = command("finetune", help="fine-tune a pretrained (or a fresh) encoder on a downstream task",
+                         description="Fine-tune a classification head (and the encoder) on a task from "
+                                     "`python -m minialbert tasks`, with N labelled training examples, early "
+                                     "stopping on the dev split and the best checkpoint in --out. Prints the "
+                                     "best dev (and test) metrics as JSON.")
+    fin.add_argument("--task", required=True, help="task name (see `python -m minialbert tasks`)")
+    start = fin.add_mutually_exclusive_group(required=True)
+    start.add_argument("--checkpoint", type=Path, help="pretraining run (or step-* directory) whose encoder "
+                                                        "is fine-tuned")
+    start.add_argument("--from-scratch", action="store_true", help="a randomly initialised encoder instead")
+    fin.add_argument("--preset", help="with --from-scratch: AlbertConfig preset (default: the scale's "
+                                      "ALBERT)")
+    fin.add_argument("--labels", type=positive_int, help="labelled training examples used, a seeded sample "
+                                                         "balanced over classes (default: all)")
+    fin.add_argument("--seed", type=int, default=0, help="seed for the sample, the head and the data order")
+    fin.add_argument("--out", required=True, type=directory, help="run directory (metrics.jsonl, checkpoint)")
+    fin.add_argument("--glue-dir", type=Path, help="folder holding GLUE's task folders (default: the "
+                                                   "cache's glue/, where `tasks --download` puts them)")
+    fin.add_argument("--steps", type=positive_int, help="most optimizer steps (default: 300)")
+    fin.add_argument("--batch-size", type=positive_int, help="default: 16")
+    fin.add_argument("--lr", type=float, help="peak learning rate (default: 3e-4)")
+    fin.add_argument("--patience", type=int, help="dev evaluations without improvement before stopping "
+                                                  "(default: 4; 0 = never)")
+    fin.add_argument("--freeze-encoder", action="store_true", help="train the head alone (a linear probe)")
+
+    tsk = command("tasks", help="list the downstream tasks: sizes, labels, where the data comes from",
+                         description="List the fine-tuning tasks: the offline ones built from the course "
+                                     "corpus and the GLUE tasks read from local files.")
+    tsk.add_argument("--glue-dir", type=Path, help="where the GLUE tasks are (default: the cache's glue/)")
+    tsk.add_argument("--download", metavar="NAMES", help="fetch these GLUE tasks first (comma-separated, "
+                                                         "e.g. sst2,rte; pinned URLs and sha256)")
+    tsk.add_argument("--json", action="store_true", help="JSON instead of a table")
+
+    cln = command("clean-notebooks", help="strip timestamps, widget state and progress bars",
+                         description="Clean notebooks in place, keeping their outputs.")
+    cln.add_argument("paths", nargs="*", type=Path,
+                     help="notebooks to clean (default: every .ipynb under notebooks/)")
+    sm = command("smoothness", help="the paper's layer-wise L2 / angle figure for checkpoints",
+                        description="For each model, the mean L2 distance and angle (degrees) between the "
+                                    "input and output of every layer, averaged over the chosen tokens of "
+                                    "each held-out sequence and then over sequences, with a 95%% interval "
+                                    "over sequences (see minialbert/analysis.py for the exact definition). "
+                                    "Writes NAME.png and NAME.json to --out.")
+    sm.add_argument("--checkpoint", action="append", default=[], type=Path,
+                    help="a run directory or one of its step-* directories (repeatable)")
+    sm.add_argument("--official", metavar="NAMES",
+                    help="comma-separated official checkpoints (e.g. albert-large-v2,bert-large-uncased) or "
+                         "local HF directories, loaded with minialbert.hf.load_pretrained; the held-out text "
+                         "is re-tokenized with each one's own tokenizer (ALBERT's spiece.model, BERT's "
+                         "vocab.txt)")
+    sm.add_argument("--tokens", choices=["all", "cls"], default="all",
+                    help="average over all non-padding tokens or [CLS] only (default: all)")
+    sm.add_argument("--sequences", type=positive_int, default=256,
+                    help="held-out sequences, a fixed seeded sample (default: 256)")
+    sm.add_argument("--standardize", action="store_true",
+                    help="divide each hidden dimension by its std over the same data first")
+    sm.add_argument("--split", choices=["valid", "test"], default="test",
+                    help="held-out split (default: test)")
+    sm.add_argument("--batch-size", type=positive_int, default=16, help="default: 16")
+    sm.add_argument("--paper-axes", action="store_true",
+                    help="the paper's axis ranges (layers 1-24, L2 0-18, angle 0-45)")
+    sm.add_argument("--out", type=directory,
+                    help="folder for the figure (default: assets/figures, or assets/figures/<scale>)")
+    return p
+
+
