@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
+import pickle
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import safetensors
@@ -37,6 +40,9 @@ CHECKPOINT_FILES = ("model.safetensors", "config.json", "trainer_state.json", "o
 MANIFEST = "manifest.json"          # {file: sha256} of CHECKPOINT_FILES, written into the checkpoint
 LOCK_FILE = ".lock"
 STEP_DIR = re.compile(r"step-\d{6,}")
+DAMAGED = "damaged-"                # prefix of a checkpoint set aside by recover_run (kept, never used)
+# No trained ALBERT weight comes near this; a larger value is a damaged or diverged checkpoint.
+MAX_ABS_WEIGHT = 1e6
 
 
 class NonFiniteError(FloatingPointError):
@@ -56,22 +62,17 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def save_checkpoint(run_dir: Path, model: nn.Module, optimizer, scheduler, state: dict,
-                    keep_last: int) -> Path:
-    """Write checkpoints/step-NNNNNN atomically (temp dir, fsync, rename), point `latest` at it, prune.
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace a small text file atomically and durably (temp file, fsync, rename, fsync the folder)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    _fsync(tmp)
+    os.replace(tmp, path)
+    _fsync(path.parent)
 
-    The checkpoint carries manifest.json, the sha256 of each file; a model with a non-finite
-    parameter is refused, so `latest` only ever names a finite, verifiable checkpoint.
-    """
-    bad = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
-    if bad:
-        raise NonFiniteError(f"step {state['step']}: parameters {bad[:3]} hold NaN or infinity; "
-                             f"not saving a checkpoint")
-    root = Path(run_dir) / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
-    name = f"step-{state['step']:06d}"
-    tmp = root / f".tmp-{name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+
+def _write_checkpoint_files(tmp: Path, model: nn.Module, optimizer, scheduler, state: dict) -> None:
+    """Every file of a checkpoint and its manifest into the temporary folder `tmp`, each fsynced."""
     tmp.mkdir()
     safetensors.torch.save_model(model, str(tmp / "model.safetensors"))  # the tied decoder is stored once
     write_json(tmp / "config.json", {**model.config.to_dict(), **head_record(model)})
@@ -85,16 +86,44 @@ def save_checkpoint(run_dir: Path, model: nn.Module, optimizer, scheduler, state
         _fsync(tmp / f)
     write_json(tmp / MANIFEST, {f: sha256_of(tmp / f) for f in CHECKPOINT_FILES})
     _fsync(tmp)
+
+
+def save_checkpoint(run_dir: Path, model: nn.Module, optimizer, scheduler, state: dict,
+                    keep_last: int) -> Path:
+    """Write checkpoints/step-NNNNNN atomically (temp dir, fsync, rename), point `latest` at it, prune.
+
+    The checkpoint carries manifest.json, the sha256 of each file; a model with a parameter that is
+    NaN, infinite or above MAX_ABS_WEIGHT is refused, so `latest` only ever names a checkpoint that
+    verifies and loads.
+    """
+    bad = [name for name, p in model.named_parameters() if not (p.abs() <= MAX_ABS_WEIGHT).all()]
+    if bad:
+        raise NonFiniteError(f"step {state['step']}: parameters {bad[:3]} hold NaN, infinity or values above "
+                             f"{MAX_ABS_WEIGHT:g}; not saving a checkpoint")
+    root = Path(run_dir) / "checkpoints"
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"step-{state['step']:06d}"
+    tmp = root / f".tmp-{name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        _write_checkpoint_files(tmp, model, optimizer, scheduler, state)
+    except (OSError, RuntimeError) as e:
+        shutil.rmtree(tmp, ignore_errors=True)   # never leave half a checkpoint filling the disk
+        free = shutil.disk_usage(root).free
+        # torch.save reports a full disk as RuntimeError("... unexpected pos ...")
+        full = getattr(e, "errno", None) == errno.ENOSPC or (isinstance(e, RuntimeError) and free < 2**20)
+        if not full and not isinstance(e, OSError):
+            raise
+        last = find_checkpoint(run_dir)
+        kept = f"the last good checkpoint is {last.name}" if last else "no checkpoint was saved before"
+        problem = f"no space left on the device ({free / 2**20:.1f} MiB free)" if full else e.strerror
+        raise OSError(f"{problem} while writing checkpoint {root / name}; {kept}") from None
     final = root / name
     if final.exists():                      # left by a run that crashed before updating `latest`
         shutil.rmtree(final)
     os.rename(tmp, final)
     _fsync(root)
-    latest_tmp = root / f".latest.tmp-{os.getpid()}"
-    latest_tmp.write_text(name + "\n")
-    _fsync(latest_tmp)
-    os.replace(latest_tmp, root / "latest")
-    _fsync(root)
+    write_text_atomic(root / "latest", name + "\n")
     # Prune older checkpoints only: newer ones are left by a run resumed with resume_from from an
     # earlier step, and are replaced when this run reaches them.
     for old in sorted(p for p in root.glob("step-*") if p.name <= name)[:-keep_last]:
@@ -131,6 +160,48 @@ def verify_checkpoint(ckpt: Path) -> None:
 def earlier_checkpoints(ckpt: Path) -> list[Path]:
     """The step directories beside `ckpt` that are older than it, newest first."""
     return sorted((p for p in ckpt.parent.glob("step-*") if p.name < ckpt.name), reverse=True)
+
+
+def step_checkpoints(run_dir: Path) -> list[Path]:
+    """The run's checkpoints/step-N directories, newest first (whatever `latest` says)."""
+    root = Path(run_dir) / "checkpoints"
+    return sorted((p for p in root.glob("step-*") if STEP_DIR.fullmatch(p.name)), reverse=True)
+
+
+def newest_verified_checkpoint(run_dir: Path) -> Path | None:
+    """The newest step directory of a run that verifies against its manifest (read-only)."""
+    for ckpt in step_checkpoints(run_dir):
+        try:
+            verify_checkpoint(ckpt)
+            return ckpt
+        except (ValueError, FileNotFoundError):
+            continue
+    return None
+
+
+def recover_run(run_dir: Path) -> Path | None:
+    """The newest verified checkpoint of a run directory, made its `latest` (None: there is none).
+
+    Every newer checkpoint that fails verification is set aside as checkpoints/damaged-step-N (kept
+    for inspection, never loaded) and reported; verified checkpoints are never touched. Call it
+    holding the run's lock.
+    """
+    root = Path(run_dir) / "checkpoints"
+    for ckpt in step_checkpoints(run_dir):
+        try:
+            verify_checkpoint(ckpt)
+        except (ValueError, FileNotFoundError) as e:
+            aside = root / f"{DAMAGED}{ckpt.name}"
+            shutil.rmtree(aside, ignore_errors=True)
+            os.rename(ckpt, aside)
+            warnings.warn(f"{e}; set aside as {aside.name}", stacklevel=2)
+            continue
+        latest = root / "latest"
+        if not latest.exists() or latest.read_bytes() != f"{ckpt.name}\n".encode():
+            write_text_atomic(latest, ckpt.name + "\n")
+        return ckpt
+    (root / "latest").unlink(missing_ok=True)                # names nothing usable
+    return None
 
 
 def find_checkpoint(path: str | Path) -> Path | None:
@@ -188,6 +259,11 @@ def load_weights(model: nn.Module, path: Path) -> None:
     if missing or unexpected:
         raise ValueError(f"checkpoint file {path} does not fit the model: missing {missing}, "
                          f"unexpected {unexpected} (was it saved for another objective?)")
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not (tensor.abs() <= MAX_ABS_WEIGHT).all():   # NaN fails too
+            worst = tensor.abs().nan_to_num(nan=float("inf")).max().item()
+            raise ValueError(f"checkpoint file {path} holds unusable weights: {name} reaches {worst:g} "
+                             f"(NaN, infinite or above {MAX_ABS_WEIGHT:g}); use an earlier checkpoint")
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> nn.Module:
@@ -213,9 +289,13 @@ def load_optimizer_state(path: Path) -> dict:
         raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:            # objects that are not tensors or plain data: never ours
+        raise ValueError(f"checkpoint file {path} is not an optimizer state minialbert wrote (it holds "
+                         f"objects other than tensors and plain data); refusing to load it") from None
     except Exception as e:  # torch raises several types for damaged zip archives
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise ValueError(f"checkpoint file {path} is corrupt or truncated "
-                         f"({type(e).__name__}: {e})") from None
+                         f"({type(e).__name__}: {first})") from None
 
 
 # ---------------------------------------------------------------------------- the run directory
@@ -269,6 +349,12 @@ def start_run_files(out_dir: Path, cfg: AlbertConfig, args, history: list[dict])
     """Write config.json, train_args.json (a dataclass) and metrics.jsonl once the first step has
     succeeded; -> the metrics file, open for appending. A crashed run may have logged past its last
     checkpoint: the metrics keep only what the checkpoint saw."""
+    metrics = out_dir / "metrics.jsonl"
+    if metrics.exists() and not history:
+        lines = sum(1 for line in metrics.read_text(errors="replace").splitlines() if line.strip())
+        if lines:
+            warnings.warn(f"{metrics} holds {lines} records of an earlier run that saved no checkpoint; "
+                          "replacing them", stacklevel=3)
     write_json(out_dir / "config.json", cfg.to_dict())
     write_json(out_dir / "train_args.json", dataclasses.asdict(args))
     write_json_lines(out_dir / "metrics.jsonl", history)
@@ -293,4 +379,10 @@ def record_metrics(record: dict, history: list[dict], log_file, callbacks) -> No
 def read_metrics(run_dir: str | Path) -> list[dict]:
     """The records of a run's metrics.jsonl."""
     path = Path(run_dir) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        try:
+            records.append(json.loads(line)) if line.strip() else None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"metrics file {path} is damaged at line {number} ({e})") from None
+    return records

@@ -121,8 +121,8 @@ def build_parser() -> Parser:
     ev.add_argument("--objective", choices=list(OBJECTIVES),
                     help="which examples to score (default: the checkpoint's objective; mlm if it has none)")
     ev.add_argument("--split", choices=["train", "valid", "test"], default="valid", help="default: valid")
-    ev.add_argument("--batch-size", type=int, default=32, help="default: 32")
-    ev.add_argument("--max-examples", type=int,
+    ev.add_argument("--batch-size", type=positive_int, default=32, help="default: 32")
+    ev.add_argument("--max-examples", type=positive_int,
                     help="score a fixed seeded sample of this many examples (default: all)")
     ev.add_argument("--json", action="store_true", help="only the JSON on stdout (no table, no progress bar)")
 

@@ -3,8 +3,10 @@
 One dataclass covers both models: BERT is ALBERT with `sharing="none"`, E = H and no E->H
 projection. Presets hold the paper's Table 1 sizes and the small sizes this course trains.
 The config is frozen, so a model always matches the config it was built from: change a field
-with `cfg.replace(...)` or `dataclasses.replace(cfg, ...)`, which validate again and re-derive
-num_hidden_groups.
+with `cfg.replace(...)`, which validates again and, when sharing or num_layers change, derives
+num_hidden_groups afresh (1 for sharing="all") unless you pass it. `dataclasses.replace(cfg, ...)`
+validates too but keeps num_hidden_groups as it was (for sharing="all"): on a 2-group config,
+`cfg.replace(num_layers=6)` has 1 group and `dataclasses.replace(cfg, num_layers=6)` keeps 2.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SHARING = ("all", "attention", "ffn", "none")
+MAX_INITIALIZER_RANGE = 1.0        # std of N(0, std) initial weights; the paper's models use 0.02
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 ATTENTION_BACKENDS = ("math", "sdpa", "triton")
 # Pretraining objective -> the sentence head it trains: MLM alone, MLM + NSP (BERT), MLM + SOP (ALBERT).
 # The one registry: data, model, training, CLI choices and the ablation's arms all read it.
 OBJECTIVES = {"mlm": None, "nsp": "nsp", "sop": "sop"}
-PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4   # the vocabulary's fixed special ids (tokenizer.py)
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4   # the vocabulary's fixed special ids
 IGNORE_INDEX = -100      # the MLM label of a position that is not predicted (cross_entropy's ignore_index)
 POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
                  "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_hidden_groups",
@@ -83,6 +86,10 @@ class AlbertConfig:
         for name in ("layer_norm_eps", "initializer_range"):
             if not 0 < _real(self, name) < math.inf:
                 raise ValueError(f"{name} must be a finite positive number, got {getattr(self, name)!r}")
+        if self.initializer_range > MAX_INITIALIZER_RANGE:
+            raise ValueError(f"initializer_range {self.initializer_range!r} is the std of the initial "
+                             f"weights: above {MAX_INITIALIZER_RANGE} the activations overflow (BERT and "
+                             f"ALBERT use 0.02)")
         if not isinstance(self.embedding_projection, bool):
             raise ValueError(f"embedding_projection must be True or False, got {self.embedding_projection!r}")
         if self.pad_token_id >= self.vocab_size:
@@ -146,7 +153,7 @@ class AlbertConfig:
             d = json.loads(path.read_text())
         except FileNotFoundError:
             raise FileNotFoundError(f"config file {path} does not exist") from None
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ValueError(f"config file {path} is not valid JSON: {e}") from None
         return cls.from_dict(d)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 
 import sentencepiece as spm
 
@@ -31,7 +32,14 @@ def course_tokenizer(scale: Scale) -> Tokenizer:
         key.update(s.encode() + b"\n")
     path = cache_dir() / "tokenizers" / f"pydocs-{scale.vocab_size}-{key.hexdigest()[:16]}.model"
     if (proto := read_checked(path)) is not None:   # None: missing or damaged (then reported)
-        return Tokenizer(proto)
+        try:
+            tok = Tokenizer(proto)                      # checks the special ids
+            if tok.vocab_size == scale.vocab_size:
+                return tok
+            problem = f"holds {tok.vocab_size} pieces, not the {scale.vocab_size} its settings ask for"
+        except ValueError as e:
+            problem = str(e)
+        warnings.warn(f"tokenizer cache {path} is damaged: it {problem}; rebuilding it", stacklevel=2)
     try:
         tok = Tokenizer.train(sentences, scale.vocab_size, seed=0)
     except ValueError as e:

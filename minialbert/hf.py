@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import urllib.error
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,14 +18,14 @@ import torch
 from safetensors.torch import load_file, save
 
 from . import download as dl
-from .config import AlbertConfig
+from .config import ACTIVATIONS, AlbertConfig
 from .model import AlbertForPretraining, AlbertForSequenceClassification
 from .tokenizer import Tokenizer, WordPieceTokenizer
 
 HUB_URL = "https://huggingface.co"   # files come from {HUB_URL}/{repo}/resolve/{revision}/{file}
 
-# Official checkpoints: name -> (hub repo, pinned commit). A commit pins the exact files. Only
-# albert-base-v2 and bert-base-uncased have a commit we could confirm; the others follow "main".
+# Official checkpoints: name -> (hub repo, pinned commit); only albert-base-v2 and bert-base-uncased
+# have a commit we could confirm, the others follow "main".
 OFFICIAL: dict[str, tuple[str, str]] = {
     "albert-base-v1": ("albert/albert-base-v1", "main"),
     "albert-large-v1": ("albert/albert-large-v1", "main"),
@@ -51,12 +52,13 @@ _BERT_DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, n
                       initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0)
 _MODEL_KEYS = set(_ALBERT_DEFAULTS) | set(_BERT_DEFAULTS) | {"position_embedding_type"}
 _HF_GENERIC_KEYS = {"classifier_dropout", "num_labels"}   # transformers' own keys that look like a model key
-_HF_ACTIVATIONS = ("gelu_new", "gelu", "relu")   # HF names that mean exactly what ours mean
 _IGNORED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")   # index buffers, not weights
 # Where each family keeps its heads (after the encoder prefix "albert." / "bert.", which heads lack).
 _HEAD_PREFIX = {"albert": {"mlm": "predictions.", "sentence": "sop_classifier."},
                 "bert": {"mlm": "cls.predictions.", "sentence": "cls.seq_relationship."}}
-_FAMILY_NAME = {"albert": "HF ALBERT", "bert": "HF BERT"}
+_BERT_LINEARS = (("attention.dense", "attention.output.dense"), ("feed_forward.ffn_output", "output.dense"),
+                 ("attention.LayerNorm", "attention.output.LayerNorm"),     # (ours, BERT's) in each layer
+                 ("feed_forward.ffn", "intermediate.dense"), ("feed_forward.LayerNorm", "output.LayerNorm"))
 TOKENIZER_FILES = ("spiece.model", "vocab.txt")   # ALBERT's SentencePiece model, BERT's WordPiece vocabulary
 
 
@@ -74,9 +76,9 @@ def _qkv(ours: str, hf: str) -> dict[str, tuple[str, str, str]]:
 def _names(cfg: AlbertConfig, family: str, prefix: str) -> dict[str, dict]:
     """Our state-dict key -> HF key (or the 3 HF keys fused into qkv), in parts that may be absent.
 
-    Parts: "encoder" (always), "pooler", "mlm", "sentence" and "classifier" (the fine-tuning head, the same
-    name in both families). `prefix` is "albert." / "bert." or ""
-    (bare AlbertModel / BertModel layout). The tied MLM decoder has no entry: it is the word embeddings.
+    Parts: "encoder" (always), "pooler", "mlm", "sentence", "classifier" (the fine-tuning head, one name
+    in both families). `prefix`: "albert." / "bert." or "" (bare AlbertModel / BertModel). The tied MLM
+    decoder has no entry: it is the word embeddings.
     """
     e, hf_e = "albert.embeddings", f"{prefix}embeddings"
     encoder = {f"{e}.{n}.weight": f"{hf_e}.{n}.weight"
@@ -103,11 +105,7 @@ def _names(cfg: AlbertConfig, family: str, prefix: str) -> dict[str, dict]:
         for i in range(cfg.num_layers):
             ours, hf = f"albert.encoder.groups.{i}.0", f"{prefix}encoder.layer.{i}"
             encoder |= _qkv(f"{ours}.attention", f"{hf}.attention.self")
-            for o, h in (("attention.dense", "attention.output.dense"),
-                         ("attention.LayerNorm", "attention.output.LayerNorm"),
-                         ("feed_forward.ffn", "intermediate.dense"),
-                         ("feed_forward.ffn_output", "output.dense"),
-                         ("feed_forward.LayerNorm", "output.LayerNorm")):
+            for o, h in _BERT_LINEARS:
                 encoder |= _linear(f"{ours}.{o}", f"{hf}.{h}")
         pooler = _linear("albert.pooler", f"{prefix}pooler.dense")
         mlm = (_linear("mlm_head.dense", "cls.predictions.transform.dense")
@@ -136,18 +134,15 @@ def _detect_family(config_dict: dict, keys) -> str:
 
 
 def _config_from_hf(config_dict: dict, family: str) -> AlbertConfig:
-    """HF config.json contents -> AlbertConfig (BERT: no sharing, E = H, no projection).
-
-    Keys transformers adds for every model are ignored; a near-miss of a model key is an error,
-    since ignoring it would silently build the default size.
-    """
+    """HF config.json contents -> AlbertConfig (BERT: no sharing, E = H, no projection). Keys transformers
+    adds for every model are ignored; a near-miss of a model key is an error (not a silent default)."""
     for key in set(config_dict) - _MODEL_KEYS - _HF_GENERIC_KEYS:
         if near := difflib.get_close_matches(key, _MODEL_KEYS, n=1, cutoff=0.8):
             raise ValueError(f"unknown key {key!r} in the HF config; did you mean {near[0]!r}?")
     c = {**(_ALBERT_DEFAULTS if family == "albert" else _BERT_DEFAULTS), **config_dict}
-    if c["hidden_act"] not in _HF_ACTIVATIONS:
+    if c["hidden_act"] not in ACTIVATIONS:
         raise ValueError(f"unsupported hidden_act {c['hidden_act']!r} in the HF config; minialbert "
-                         f"implements {', '.join(_HF_ACTIVATIONS)} (gelu_new = tanh GELU, gelu = erf GELU)")
+                         f"implements {', '.join(ACTIVATIONS)} (gelu_new = tanh GELU, gelu = erf GELU)")
     if c.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(f"unsupported position_embedding_type {c['position_embedding_type']!r} in the HF "
                          "config; minialbert implements only 'absolute' position embeddings")
@@ -248,6 +243,13 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
     ours = model.state_dict()
 
     problems = []
+    reader = "classifier" if present["classifier"] else "sentence" if present["sentence"] else None
+    if not present["pooler"] and reader:      # transformers reports the pooler's keys as missing
+        problems.append(f"the {reader} head reads the pooled [CLS] output, but the checkpoint has no pooler "
+                        f"({prefix}pooler.*): its logits would come from an untrained pooler")
+    elif not present["pooler"]:
+        warnings.warn(f"the checkpoint has no pooler ({prefix}pooler.*): pooled_output is not pretrained",
+                      stacklevel=2)
     word_key = f"{prefix}embeddings.word_embeddings.weight"
     decoder = heads["mlm"] + "decoder"
     decoder_weight, decoder_bias = sd.pop(f"{decoder}.weight", None), sd.pop(f"{decoder}.bias", None)
@@ -285,7 +287,7 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
         problems.append(f"mis-shaped keys: {_short(misshaped)}")
     if problems:
         found = [p for p in ("pooler", "mlm", "sentence", "classifier") if present[p]] or ["none"]
-        raise ValueError(f"cannot load this checkpoint as {_FAMILY_NAME[family]} (encoder prefix {prefix!r}, "
+        raise ValueError(f"cannot load this checkpoint as HF {family.upper()} (encoder prefix {prefix!r}, "
                          f"heads found: {', '.join(found)}):\n  " + "\n  ".join(problems)
                          + "\nCheck that config.json belongs to these weights.")
     if present["mlm"]:
@@ -313,9 +315,8 @@ def to_hf(model) -> tuple[dict[str, torch.Tensor], dict]:
     """Export to HF ALBERT: (state dict, config.json contents) with AlbertForPreTraining keys, or with
     AlbertForSequenceClassification keys for a fine-tuned AlbertForSequenceClassification.
 
-    Partial sharing exports one HF group per layer holding copies of the shared tensors, so the HF
-    model computes the same outputs. Without a sentence head the export is AlbertForMaskedLM-shaped
-    (no sop_classifier keys). BERT-shaped models (no E -> H projection) have no HF ALBERT form.
+    Partial sharing exports one HF group per layer holding copies of the shared tensors (the same
+    outputs). No sentence head: AlbertForMaskedLM-shaped. BERT-shaped models (no E -> H) cannot export.
     """
     cfg = model.config
     if not cfg.embedding_projection:
@@ -358,16 +359,15 @@ def _load_dir(directory: Path) -> tuple[AlbertForPretraining, Path | None]:
         raise ValueError(f"{config_path} is not valid JSON: {e}") from None
     weights = next((directory / f for f in ("model.safetensors", "pytorch_model.bin")
                     if (directory / f).is_file()), None)
-    if weights is not None:
-        try:
-            state_dict = (load_file(weights) if weights.suffix == ".safetensors"
-                          else torch.load(weights, map_location="cpu", weights_only=True))
-        except Exception as e:  # safetensors and torch raise several types for damaged files
-            raise ValueError(f"{weights} is damaged or not a weights file ({type(e).__name__}: {e}); "
-                             "delete it to download it again") from None
-    else:
+    if weights is None:
         raise FileNotFoundError(f"no weights in {directory}: expected model.safetensors or pytorch_model.bin "
                                 "(sharded checkpoints are not supported)")
+    try:
+        state_dict = (load_file(weights) if weights.suffix == ".safetensors"
+                      else torch.load(weights, map_location="cpu", weights_only=True))
+    except Exception as e:  # safetensors and torch raise several types for damaged files
+        raise ValueError(f"{weights} is damaged or not a weights file ({type(e).__name__}: {e}); "
+                         "delete it to download it again") from None
     try:
         model = from_hf(state_dict, config_dict)
     except ValueError as e:
@@ -432,7 +432,7 @@ def save_pretrained(model, directory: str | Path, tokenizer: Tokenizer | None = 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     dl.atomic_write(directory / "model.safetensors", save(state_dict, metadata={"format": "pt"}))
-    dl.atomic_write(directory / "config.json", (json.dumps(config, indent=2) + "\n").encode())
+    dl.write_json(directory / "config.json", config)
     if tokenizer is not None:
         tokenizer.save(directory / "spiece.model")
     return directory

@@ -186,7 +186,7 @@ class Tokenizer:
         return " ".join(w for w in words[:-1] if w)
 
     def id_to_piece(self, i: int) -> str:
-        return self.sp.id_to_piece(int(i))
+        return self.sp.id_to_piece(self.checked_ids([i])[0])
 
     def piece_to_id(self, piece: str) -> int:
         return self.sp.piece_to_id(piece)

@@ -217,6 +217,10 @@ def _checkpoint_to_resume(out_dir: Path | None, resume: bool, resume_from: str |
         ckpt = find_checkpoint(resume_from)
         if ckpt is None:
             raise FileNotFoundError(f"resume_from {resume_from} is not a checkpoint (no model.safetensors)")
+        own = sorted(out_dir.glob("checkpoints/step-*")) if out_dir is not None else []
+        if own and ckpt.resolve().parent != (out_dir / "checkpoints").resolve():
+            raise FileExistsError(f"{out_dir} already holds a run (checkpoint {own[-1].name}) and {ckpt} "
+                                  f"belongs to another run; to branch from it, choose a new output directory")
         verify_checkpoint(ckpt)
         return ckpt
     ckpt = find_checkpoint(out_dir) if out_dir is not None else None

@@ -18,16 +18,22 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import shutil
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .checkpoint import STEP_DIR, find_checkpoint, load_checkpoint, read_metrics, verify_checkpoint
+from .checkpoint import (
+    STEP_DIR,
+    load_checkpoint,
+    newest_verified_checkpoint,
+    read_json,
+    read_metrics,
+    recover_run,
+    run_lock,
+)
 from .config import AlbertConfig
 from .course import course_pretraining_data
 from .download import cache_dir, write_json
@@ -120,15 +126,9 @@ def entry_dir(e: Entry, scale: Scale) -> Path:
 
 
 def _steps_done(run_dir: Path) -> int:
-    """Steps of the entry's latest checkpoint, verified against its checksums; 0 if none or damaged."""
-    try:
-        ckpt = find_checkpoint(run_dir)
-        if ckpt is None:
-            return 0
-        verify_checkpoint(ckpt)
-        return json.loads((ckpt / "trainer_state.json").read_text())["step"]
-    except (ValueError, OSError, KeyError, json.JSONDecodeError):
-        return 0
+    """Steps of the entry's newest checkpoint that verifies against its checksums; 0 if there is none."""
+    ckpt = newest_verified_checkpoint(run_dir)
+    return read_json(ckpt / "trainer_state.json")["step"] if ckpt else 0
 
 
 def status(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
@@ -162,7 +162,7 @@ def load(name: str, scale: Scale, progress: bool = True,
               f"{row['steps'] - row['steps_done']} steps ({_minutes(row['minutes_left'])}); "
               f"cached in {run_dir}", flush=True)
         _train(e, scale, run_dir, progress, callbacks)
-    return load_checkpoint(run_dir)
+    return load_checkpoint(newest_verified_checkpoint(run_dir))
 
 
 def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
@@ -170,15 +170,13 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
     args = entry_args(e, scale)
     train = course_pretraining_data(e.objective, "train", scale, e.balanced)
     valid = course_pretraining_data(e.objective, "valid", scale, e.balanced)
-    done = _steps_done(run_dir)
-    if done == 0 and run_dir.exists():                  # damaged or never checkpointed: never trusted
-        warnings.warn(f"zoo entry {e.name!r}: {run_dir} holds no verified checkpoint; training it again",
-                      stacklevel=3)
-        shutil.rmtree(run_dir)
+    with run_lock(run_dir):          # a second build of this entry stops here, naming the first's PID
+        ckpt = recover_run(run_dir)  # damaged checkpoints set aside (reported); verified ones kept
+    done = read_json(ckpt / "trainer_state.json")["step"] if ckpt else 0
     if done < args.steps:
-        pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir, resume=done > 0,
+        pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir, resume=ckpt is not None,
                  callbacks=callbacks, progress=progress)
-    model = load_checkpoint(run_dir)
+    model = load_checkpoint(newest_verified_checkpoint(run_dir))
     result = evaluate_pretraining(model, valid, MLMBaselines.fit(train, model.config.vocab_size))
     write_json(run_dir / "evaluation.json", result)
 
@@ -193,7 +191,11 @@ def evaluation(name: str, scale: Scale) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"zoo entry {name!r} is not built at {scale.name} scale; run "
                                 f"`python -m minialbert zoo --only {name}`")
-    return json.loads(path.read_text())
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"zoo file {path} is damaged ({e}); delete it and run "
+                         f"`python -m minialbert zoo --only {name}` to evaluate the entry again") from None
 
 
 def checkpoints(name: str, scale: Scale) -> dict[int, Path]:

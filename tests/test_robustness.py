@@ -109,7 +109,7 @@ def test_scale_warmup_is_clamped_to_a_short_run_with_a_warning():
 def test_a_non_finite_loss_stops_the_run_and_latest_stays_good(tmp_path):
     data = synthetic_examples(16)
     with pytest.raises(NonFiniteError, match=r"step 2: non-finite train .*mlm_loss = nan"):
-        pretrain(TINY, args(steps=4, warmup=0, lr=1e30, optimizer="adamw", checkpoint_every=1, eval_every=0),
+        pretrain(TINY, args(steps=4, warmup=0, lr=1e5, optimizer="adamw", checkpoint_every=1, eval_every=0),
                  data, out_dir=tmp_path, progress=False)
     assert find_checkpoint(tmp_path).name == "step-000001"
     model = load_checkpoint(tmp_path)
@@ -349,3 +349,163 @@ def test_metrics_of_a_run_are_strict_json(tmp_path):
     pretrain(TINY, args(steps=2, warmup=0), synthetic_examples(16), synthetic_examples(8, seed=1),
              out_dir=tmp_path, progress=False)
     assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 2]
+
+
+# ---------------------------------------------------------------------------- issue 27
+def resign(ckpt) -> None:
+    """Rewrite a checkpoint's manifest to match its files, as a careless copy or a tool might."""
+    from minialbert.checkpoint import CHECKPOINT_FILES, MANIFEST
+
+    (ckpt / MANIFEST).write_text(json.dumps({f: download.sha256_of(ckpt / f) for f in CHECKPOINT_FILES}))
+
+
+@pytest.mark.parametrize("value", [math.nan, 1e30])
+def test_weights_that_are_not_finite_are_refused_when_loaded(tmp_path, value):
+    """Case 5: NaN or absurd weights behind a re-signed manifest: loading, resuming and fine-tuning
+    refuse them in one line naming the file and the tensor."""
+    import safetensors.torch
+
+    data, run_args = synthetic_examples(16), args(steps=2, warmup=0, eval_every=0, checkpoint_every=1)
+    pretrain(TINY, run_args, data, out_dir=tmp_path, progress=False)
+    ckpt = tmp_path / "checkpoints" / "step-000001"
+    (tmp_path / "checkpoints" / "latest").write_text("step-000001\n")    # as if killed after step 1
+    tensors = safetensors.torch.load_file(ckpt / "model.safetensors")
+    tensors["albert.pooler.weight"][0, 0] = value
+    safetensors.torch.save_file(tensors, ckpt / "model.safetensors")
+    resign(ckpt)
+    for attempt in (lambda: load_checkpoint(tmp_path),
+                    lambda: pretrain(TINY, run_args, data, out_dir=tmp_path, resume=True, progress=False)):
+        with pytest.raises(ValueError, match=r"model.safetensors holds unusable weights: "
+                                             r"albert.pooler.weight reaches"):
+            attempt()
+
+
+def test_resuming_from_another_runs_checkpoint_into_an_existing_run_is_refused(tmp_path):
+    """Case 2: --resume-from OTHER/step-N into a directory that holds its own run is refused, and
+    nothing there changes; into a new directory it branches."""
+    data, run_args = synthetic_examples(16), args(steps=2, warmup=0, eval_every=0, checkpoint_every=1)
+    run, other = tmp_path / "run", tmp_path / "other"
+    for out in (run, other):
+        pretrain(TINY, run_args, data, out_dir=out, progress=False)
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    step_1 = other / "checkpoints" / "step-000001"
+    with pytest.raises(FileExistsError, match="already holds a run .* belongs to another run"):
+        pretrain(TINY, run_args, data, out_dir=run, resume_from=step_1, progress=False)
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    result = pretrain(TINY, run_args, data, out_dir=tmp_path / "branch", resume_from=step_1, progress=False)
+    assert result.history[-1]["step"] == 2
+
+
+def test_a_rerun_says_which_metrics_it_replaces(tmp_path):
+    """Case 3: a run killed before its first checkpoint left metrics.jsonl; a plain re-run says it
+    replaces them."""
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "split": "train"}\n{"step": 2, "split": "train"}\n')
+    with pytest.warns(UserWarning, match="holds 2 records of an earlier run that saved no checkpoint"):
+        pretrain(TINY, args(steps=1, warmup=0, eval_every=0), synthetic_examples(16), out_dir=tmp_path,
+                 progress=False)
+
+
+def test_a_tokenizer_cache_with_other_settings_is_rebuilt(tmp_path, monkeypatch):
+    """Case 6: a valid 120-piece model with a matching checksum, where the scale's tokenizer belongs,
+    is reported and rebuilt."""
+    from test_tokenizer import SENTENCES
+
+    from minialbert.config import PRESETS
+    from minialbert.course import course_tokenizer
+    from minialbert.tokenizer import Tokenizer
+
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    monkeypatch.setitem(PRESETS, "tiny-albert", {**PRESETS["ci-albert"], "vocab_size": 300})
+    scale = dataclasses.replace(SCALES["ci"], albert_preset="tiny-albert", max_documents=40)
+    tok = course_tokenizer(scale)
+    [path] = (tmp_path / "tokenizers").glob("*.model")
+    download.write_checked(path, Tokenizer.train(SENTENCES, vocab_size=120).model_proto)   # checksum matches
+    with pytest.warns(UserWarning, match="holds 120 pieces, not the 300 its settings ask for; rebuilding"):
+        assert course_tokenizer(scale).model_proto == tok.model_proto
+
+
+def test_hf_weights_without_the_pooler_are_reported():
+    """Case 7: no albert.pooler.* but an SOP head that reads it: an error; no head at all: a warning."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AlbertConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=2,
+                                       num_attention_heads=2, intermediate_size=32,
+                                       max_position_embeddings=16)
+    torch.manual_seed(0)
+    state = transformers.AlbertForPreTraining(config).state_dict()
+    no_pooler = {k: v for k, v in state.items() if not k.startswith("albert.pooler.")}
+    with pytest.raises(ValueError, match="sentence head reads the pooled .* no pooler"):
+        ma.hf.from_hf(no_pooler, config.to_dict())
+    encoder_only = {k: v for k, v in no_pooler.items() if k.startswith("albert.")}
+    with pytest.warns(UserWarning, match="no pooler .* pooled_output is not pretrained"):
+        ma.hf.from_hf(encoder_only, config.to_dict())
+
+
+def test_initializer_range_and_replace_behave_as_documented():
+    """Case 8: an initializer range that overflows is refused by name; replace() and
+    dataclasses.replace() differ on num_hidden_groups exactly as the module says."""
+    for value in (8e242, 1e8, 2.0):
+        with pytest.raises(ValueError, match="initializer_range"):
+            AlbertConfig(initializer_range=value)
+    cfg = AlbertConfig.preset("albert-base", num_layers=4, num_hidden_groups=2)
+    assert cfg.replace(num_layers=6).num_hidden_groups == 1
+    assert dataclasses.replace(cfg, num_layers=6).num_hidden_groups == 2
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_temporary(tmp_path, monkeypatch):
+    """Case 9: on a small filesystem the test makes (a tmpfs), a checkpoint that does not fit is one
+    line naming the device problem and the last good checkpoint, and leaves no temporary behind."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root: the full-disk case is not tested here")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)]).returncode:
+        pytest.skip("this machine does not allow mounting a tmpfs: the full-disk case is not tested here")
+    try:
+        run = disk / "run"
+        data, run_args = synthetic_examples(16), args(steps=2, warmup=0, eval_every=0, checkpoint_every=1)
+
+        def fill_the_disk(record):                  # after step 1's checkpoint, before step 2's
+            if record["step"] == 2 and record["split"] == "train":
+                free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+                (disk / "filler").write_bytes(b"\0" * (free - 64 * 1024))    # leave 64 KiB
+
+        with pytest.raises(OSError, match=r"no space left on the device .* while writing checkpoint "
+                                          r".*step-000002; the last good checkpoint is step-000001"):
+            pretrain(TINY, run_args, data, out_dir=run, progress=False, callbacks=[fill_the_disk])
+        assert not list((run / "checkpoints").glob(".tmp-*"))
+        (disk / "filler").unlink()
+        result = pretrain(TINY, run_args, data, out_dir=run, resume=True, progress=False)
+        assert result.history[-1]["step"] == 2
+    finally:
+        subprocess.run(["umount", str(disk)])
+
+
+def test_small_errors_name_the_file_or_argument(tmp_path, capsys):
+    """Case 10: evaluate's batch size, a binary config file, an id outside the vocabulary, a pickle
+    that is not ours: each one line that names what is wrong."""
+    from test_tokenizer import SENTENCES
+
+    from minialbert.checkpoint import load_optimizer_state
+    from minialbert.tokenizer import Tokenizer
+
+    for bad in ("0", "-4"):
+        with pytest.raises(SystemExit):
+            main(["evaluate", "--checkpoint", str(tmp_path), "--batch-size", bad])
+        assert "--batch-size: expected an integer >= 1" in capsys.readouterr().err
+    assert main(["pretrain", "--out", str(tmp_path / "r"), "--set", "initializer_range=1e30"]) == 2
+    assert "initializer_range 1e+30 is the std of the initial weights" in capsys.readouterr().err
+    (tmp_path / "config.json").write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(ValueError, match=r"config file .*config.json is not valid JSON"):
+        AlbertConfig.load(tmp_path / "config.json")
+    tok = Tokenizer.train(SENTENCES, vocab_size=120)
+    with pytest.raises(ValueError, match="10000000"):
+        tok.id_to_piece(10**7)
+
+    class Evil:
+        def __reduce__(self):
+            return (os.getcwd, ())
+
+    torch.save({"x": Evil()}, tmp_path / "optimizer.pt")
+    with pytest.raises(ValueError, match="is not an optimizer state minialbert wrote") as info:
+        load_optimizer_state(tmp_path / "optimizer.pt")
+    assert "\n" not in str(info.value)

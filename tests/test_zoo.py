@@ -2,13 +2,17 @@
 
 import dataclasses
 import json
+import os
 import shutil
+import subprocess
+import sys
+import warnings
 
 import pytest
 import torch
 
 from minialbert import zoo
-from minialbert.checkpoint import find_checkpoint, read_metrics
+from minialbert.checkpoint import RunLockedError, find_checkpoint, read_metrics, run_lock
 from minialbert.scale import SCALES
 
 SCALE = dataclasses.replace(SCALES["ci"], zoo_steps=4, pretrain_steps=2, warmup_steps=1, zoo_evals=2)
@@ -117,15 +121,75 @@ def test_the_whole_ci_zoo_builds_from_the_cli(capsys, tmp_path):
     assert all(0 <= r["mask_accuracy"]["accuracy"] <= 1 and r["minutes"] > 0 for r in written["entries"])
 
 
-def test_a_damaged_entry_is_trained_again_never_used():
+def test_a_damaged_entry_resumes_from_its_newest_verified_checkpoint_and_keeps_the_damage_aside():
+    """Issue 27, case 1: a damaged latest checkpoint (flipped bytes, a missing file, a garbage `latest`)
+    never costs the verified work before it: the entry resumes from the newest verified checkpoint,
+    ends with the same weights as a straight build, and the damaged one is kept aside, reported."""
     zoo.build(["bert-nsp"], SCALE, progress=False)
     run_dir = zoo.entry_dir(zoo.entry("bert-nsp"), SCALE)
-    weights = find_checkpoint(run_dir) / "model.safetensors"
-    data = bytearray(weights.read_bytes())
-    data[-8:] = b"\xff" * 8                                         # flip bytes inside the tensors
-    weights.write_bytes(bytes(data))
-    assert zoo.status(SCALE, ["bert-nsp"])[0]["state"] == "missing"
-    with pytest.warns(UserWarning, match="no verified checkpoint"):
-        model = zoo.load("bert-nsp", SCALE, progress=False)
-    assert all(torch.isfinite(p).all() for p in model.parameters())
-    assert zoo.status(SCALE, ["bert-nsp"])[0]["state"] == "built"
+    straight = {k: v.clone() for k, v in zoo.load("bert-nsp", SCALE).state_dict().items()}
+    latest = find_checkpoint(run_dir)
+    assert latest.name == "step-000004" and (run_dir / "checkpoints" / "step-000002").is_dir()
+    damages = {"flipped bytes": lambda c: flip_last_bytes(c / "model.safetensors"),
+               "missing file": lambda c: (c / "optimizer.pt").unlink(),
+               "garbage latest": lambda c: (c.parent / "latest").write_bytes(b"\x00garbage")}
+    for what, damage in damages.items():
+        damage(latest)
+        assert zoo.status(SCALE, ["bert-nsp"])[0]["state"] in ("partial", "built"), what
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = zoo.load("bert-nsp", SCALE, progress=False)
+        if what != "garbage latest":                                   # the checkpoint itself was damaged
+            assert any("set aside as damaged-step-000004" in str(w.message) for w in caught), what
+            assert (run_dir / "checkpoints" / "damaged-step-000004").is_dir()
+        assert (run_dir / "checkpoints" / "step-000002" / "model.safetensors").exists()   # never deleted
+        for k, v in model.state_dict().items():
+            assert torch.equal(v, straight[k]), f"{what}: {k} differs from the straight build"
+        assert zoo.status(SCALE, ["bert-nsp"])[0]["state"] == "built"
+        latest = run_dir / "checkpoints" / "step-000004"
+
+
+def test_a_second_build_of_an_entry_stops_naming_the_first():
+    """Issue 27, case 4: while a process holds an entry's run lock, another build of it stops with one
+    line naming that process, and deletes nothing."""
+    run_dir = zoo.entry_dir(zoo.entry("albert-nsp"), SCALE)
+    with run_lock(run_dir):
+        with pytest.raises(RunLockedError, match=f"in use by another run \\(PID {os.getpid()}"):
+            zoo.load("albert-nsp", SCALE, progress=False)
+        assert (run_dir / ".lock").exists()
+    code = ("import dataclasses, sys, time\n"
+            "from minialbert import zoo\nfrom minialbert.checkpoint import run_lock\n"
+            "from minialbert.scale import SCALES\n"
+            "s = dataclasses.replace(SCALES['ci'], zoo_steps=4, pretrain_steps=2, warmup_steps=1,\n"
+            "                        zoo_evals=2)\n"
+            "with run_lock(zoo.entry_dir(zoo.entry('albert-nsp'), s)):\n"
+            "    print('locked', flush=True); time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(RunLockedError, match=f"PID {holder.pid}"):
+            zoo.build(["albert-nsp"], SCALE, progress=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    zoo.build(["albert-nsp"], SCALE, progress=False)                  # the lock died with its process
+    assert zoo.status(SCALE, ["albert-nsp"])[0]["state"] == "built"
+
+
+def test_damaged_zoo_files_are_named():
+    """Issue 27, case 10: a damaged evaluation.json or metrics.jsonl is an error naming the file."""
+    zoo.build(["albert-mlm"], SCALE, progress=False)
+    run_dir = zoo.entry_dir(zoo.entry("albert-mlm"), SCALE)
+    (run_dir / "evaluation.json").write_text('{"mlm": ')
+    with pytest.raises(ValueError, match="evaluation.json is damaged"):
+        zoo.evaluation("albert-mlm", SCALE)
+    metrics = run_dir / "metrics.jsonl"
+    metrics.write_text(metrics.read_text()[:-10])
+    with pytest.raises(ValueError, match=r"metrics file .*metrics.jsonl is damaged at line"):
+        zoo.metrics("albert-mlm", SCALE)
+
+
+def flip_last_bytes(path) -> None:
+    data = bytearray(path.read_bytes())
+    data[-8:] = bytes(b ^ 0xFF for b in data[-8:])                   # inside the tensors
+    path.write_bytes(bytes(data))
