@@ -357,13 +357,8 @@ def start_run_files(out_dir: Path, cfg: AlbertConfig, args, history: list[dict])
                           "replacing them", stacklevel=3)
     write_json(out_dir / "config.json", cfg.to_dict())
     write_json(out_dir / "train_args.json", dataclasses.asdict(args))
-    write_json_lines(out_dir / "metrics.jsonl", history)
-    return open(out_dir / "metrics.jsonl", "a")
-
-
-def write_json_lines(path: Path, records: list[dict]) -> None:
-    """Replace a JSON-lines file atomically: one record per line."""
-    atomic_write(path, "".join(json.dumps(r) + "\n" for r in records).encode())
+    atomic_write(metrics, "".join(json.dumps(r) + "\n" for r in history).encode())   # one record a line
+    return open(metrics, "a")
 
 
 def record_metrics(record: dict, history: list[dict], log_file, callbacks) -> None:
@@ -381,8 +376,10 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     path = Path(run_dir) / "metrics.jsonl"
     records = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
         try:
-            records.append(json.loads(line)) if line.strip() else None
+            records.append(json.loads(line))
         except json.JSONDecodeError as e:
             raise ValueError(f"metrics file {path} is damaged at line {number} ({e})") from None
     return records

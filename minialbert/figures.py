@@ -41,15 +41,7 @@ def make_figures(scale: Scale, lessons: list[str] | None = None, timeout: int = 
         if not (notebooks / lesson).exists():
             raise FileNotFoundError(f"lesson {notebooks / lesson} not found; known lessons: "
                                     f"{', '.join(FIGURE_LESSONS)}")
-    previous = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = scale.name               # the kernels inherit the scale
-    try:
-        return [f for lesson in lessons for f in _run_lesson(notebooks / lesson, scale, timeout)]
-    finally:
-        if previous is None:
-            os.environ.pop(ENV_VAR)
-        else:
-            os.environ[ENV_VAR] = previous
+    return [f for lesson in lessons for f in _run_lesson(notebooks / lesson, scale, timeout)]
 
 
 def _run_lesson(path: Path, scale: Scale, timeout: int) -> list[Path]:
@@ -63,7 +55,8 @@ def _run_lesson(path: Path, scale: Scale, timeout: int) -> list[Path]:
         nb = nbformat.read(path, as_version=4)
         try:
             NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
+                           resources={"metadata": {"path": str(path.parent)}}).execute(
+                env={**os.environ, ENV_VAR: scale.name})    # the lesson's first cell reads its scale
             break
         except (TimeoutError, RuntimeError) as e:     # a cell timed out, or the kernel died / never started
             if attempt == 2:                          # (a cell's own error is CellExecutionError: raised)
