@@ -14,9 +14,9 @@ import warnings
 
 import sentencepiece as spm
 
-from .corpus import package_documents, pydocs_documents
 from .download import cache_dir, read_checked, write_checked
 from .pretraining_data import COURSE_SEED, PretrainingDataset, build_examples
+from .pydocs import package_documents, pydocs_documents
 from .scale import Scale
 from .tokenizer import TOKENIZER_FORMAT, Tokenizer
 

@@ -26,9 +26,9 @@ from safetensors.torch import save as save_safetensors
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from .config import IGNORE_INDEX, OBJECTIVES
-from .corpus import Document
 from .download import atomic_write, cache_dir
 from .masking import MASK_RATE, MAX_NGRAM, MaskingVocab, ngram_mask
+from .sentences import Document
 from .tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
 
 SHORT_SEQ_PROB = 0.1                    # how often an example aims at a random shorter length

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 
 from .config import PRESETS, AlbertConfig
-from .corpus import PACKAGES
+from .pydocs import PACKAGES
 
 ENV_VAR = "MINIALBERT_SCALE"
 

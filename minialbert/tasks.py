@@ -1,7 +1,6 @@
 """Downstream tasks: two offline ones built from the embedded corpus, and loaders for GLUE's TSV files.
 
-Offline tasks (no network; deterministic; built from the corpus's own train/valid/test documents, so
-a dev or test example never comes from a document pretraining trained on):
+Offline tasks (no network; deterministic; from the corpus's own train/valid/test documents):
 
 - `word-order` (single sentence, CoLA-like, Matthews correlation): is the sentence as written (1,
   "intact") or were two adjacent inner words swapped (0, "swapped")? Both classes hold exactly the
@@ -39,9 +38,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from .corpus import Document, pydocs_documents
 from .download import atomic_write, cache_dir, download
 from .evaluation import task_metrics
+from .pydocs import pydocs_documents
+from .sentences import Document
 
 SPLITS = ("train", "dev", "test")
 CORPUS_SPLIT = {"train": "train", "dev": "valid", "test": "test"}   # task split -> corpus document split
