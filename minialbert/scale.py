@@ -63,6 +63,8 @@ class Scale:
     downstream_labels: int = 256           # the ablation: labels per downstream task
     speed_presets: tuple = ("albert-base", "bert-base")   # lesson 09: the models timed step by step
     speed_repeats: int = 5                 # lesson 09: timed steps per model
+    attention_seq_lens: tuple = (64, 128, 256, 512, 1024)   # lesson 10: the memory table's lengths
+    kernel_check_len: int = 130            # lesson 10: sequence length of the padded-kernel check
     narrow_by: int = 1                     # lesson 12: widths divided by this for the speed table
     lessons_read_results: bool = True      # lesson 08 reads the committed ablation JSON when present
     lessons_build_zoo: bool = False        # lessons may train a missing zoo entry (only where it is seconds)
@@ -91,7 +93,8 @@ _CI_LESSONS = dict(
     finetune_labels=64, label_sizes=(16, 64), few_label_sizes=(16, 64), long_finetune_warmup=5,
     long_finetune_eval_every=10, probe_steps=20, finetune_seeds=1, ablation_seeds=1, probe_examples=200,
     curve_examples=100, downstream_labels=32, speed_presets=("ci-albert", "ci-bert"), speed_repeats=2,
-    narrow_by=8, lessons_read_results=False, lessons_build_zoo=True)
+    attention_seq_lens=(64, 128, 256, 512), kernel_check_len=70, narrow_by=8, lessons_read_results=False,
+    lessons_build_zoo=True)
 
 SCALES = {
     "ci": Scale("ci", "ci-albert", "ci-bert", max_documents=300, batch_size=16, pretrain_steps=30,
