@@ -5,7 +5,8 @@ PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 NOTEBOOKS = notebooks
 
-.PHONY: install test test-fast notebooks clean-notebooks student-notebooks chromium zoo figures lab lint clean
+.PHONY: install test test-fast notebooks clean-notebooks student-notebooks chromium zoo figures lab lint clean \
+        gpu-check
 
 install: $(STAMP)
 
@@ -56,6 +57,16 @@ zoo: $(STAMP)
 # Regenerate the course figures (assets/figures) at $MINIALBERT_SCALE (default: course); the zoo first.
 figures: zoo
 	$(PY) -m minialbert figures
+
+# On a machine with a CUDA GPU: refuse in one line without one; the kernel tests compiled on the GPU
+# (bfloat16 and ALBERT-sized shapes included); then benchmarks/attention.py, ours vs SDPA's flash (unpadded)
+# and masked (padded) paths in one run, written with the GPU name and library versions to
+# assets/benchmarks/attention_<gpu>.json and assets/figures/attention_<gpu>.png.
+gpu-check: $(STAMP)
+	@$(PY) benchmarks/attention.py --check-gpu
+	$(PY) -m pytest -q tests/test_kernels.py tests/test_kernel_compile.py
+	$(PY) benchmarks/attention.py
+# TO COME with the gpu dry-run work (issue 29, item 3): one gpu-scale zoo entry and the smoothness figure.
 
 lab: $(STAMP)
 	$(PY) -m jupyter lab $(NOTEBOOKS)

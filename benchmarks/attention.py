@@ -14,6 +14,8 @@ padding mask), and "SDPA best" is the fastest of them per case.
     python benchmarks/attention.py --dry-run    # no GPU: tiny shapes through Triton's interpreter to check
                                                 # the harness only (shape options ignored); writes nothing
                                                 # to assets/
+    python benchmarks/attention.py --check-gpu  # measure nothing: exit 0 if a CUDA GPU can run the kernels
+                                                # compiled, else say why in one line and exit 2 (gpu-check)
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="folder for the JSON and plot (default: assets/; --dry-run: a temporary folder)")
     p.add_argument("--dry-run", action="store_true",
                    help="tiny shapes, Triton interpreter on CPU: checks the harness, measures nothing")
+    p.add_argument("--check-gpu", action="store_true",
+                   help="measure nothing: say whether this machine can run the GPU benchmark (exit 0 or 2)")
     args = p.parse_args(argv)
     for hc in args.head_configs:
         if not re.fullmatch(r"\d+x\d+", hc):
@@ -73,6 +77,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if bad:
         p.error(f"--seq-lens {bad}: each N must be >= 4 and <= --tokens {args.tokens}")
     return args
+
+
+def gpu_problem() -> str | None:
+    """Why the kernels cannot run compiled on a GPU here, in one line; None when they can."""
+    if not torch.cuda.is_available():
+        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a build without CUDA"
+        return (f"no CUDA GPU found (torch {torch.__version__}, {build}): `make gpu-check` needs a machine "
+                "with an NVIDIA GPU and the CUDA build of torch")
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return "TRITON_INTERPRET is set: unset it so that the kernels run compiled on the GPU"
+    return None
 
 
 def attention_flops(B: int, heads: int, N: int, d: int, lengths: list[int] | None, passes: str) -> dict:
@@ -313,6 +328,13 @@ def plot(rows: list[dict], env: dict, name: str, directory: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.check_gpu:
+        problem = gpu_problem()
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
+        print(f"CUDA GPU: {torch.cuda.get_device_name()}")
+        return 0
     if args.dry_run:
         if not torch.cuda.is_available():
             os.environ.setdefault("TRITON_INTERPRET", "1")     # before triton is first imported

@@ -17,6 +17,7 @@ Layout: q, k, v, o are contiguous (B, h, N, d); the log-sum-exp and delta are (B
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -27,6 +28,11 @@ from triton import knobs
 
 INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
 FIXED_BLOCK = 32                        # tiles where nothing is autotuned: interpreter, and float32
+# Fixed tiles launch on a GPU with 8 warps and 2 stages, not Triton's default 4 and 3: with 3 stages the
+# float32 backward at d=128 asks 100 KiB of shared memory, more than an L4 block may have (99 KiB), and with
+# 4 warps the float32 dK/dV spills registers from d=64; with 8, float32 spills only at d=128 on sm_89/sm_90
+# and by 8 bytes in dK/dV at d=32 on sm_89 (assets/benchmarks/kernel_report.json).
+FIXED_WARPS, FIXED_STAGES = 8, 2
 HEAD_DIMS = (16, 32, 64, 128)
 MAX_PROGRAMS = 65535                    # CUDA's limit on the grid's second axis (batch x heads)
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
@@ -215,20 +221,68 @@ def _attn_bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Lengths, sm_scale, qk_scale, N_CTX
              mask=(rows < N_CTX)[:, None])
 
 
-def _configs(pairs, warps_stages):
+# GPU only: each kernel picks its tiles per (N, head dim, dtype) by timing these once. The forward and dQ
+# kernels keep a big query tile and stream small key tiles; the dK/dV kernel does the opposite. Each entry
+# reads (BLOCK_M, BLOCK_N, num_warps, num_stages): the largest head dim it is tried at. Past it, the config
+# spills: its float32 accumulators grow with the head dim (BLOCK x HEAD_DIM per block), and beyond 255
+# registers per thread ptxas parks values in local memory, i.e. slow traffic to HBM. Found by compiling every
+# entry for sm_80, sm_89 and sm_90 with Triton 3.9 (benchmarks/kernel_report.py writes
+# assets/benchmarks/kernel_report.json); tests/test_kernel_compile.py fails on a spill autotuning may pick.
+FWD_TILES = {
+    (64, 32, 4, 2): 128, (64, 32, 4, 3): 128, (64, 32, 8, 3): 128,
+    (64, 64, 4, 2): 128, (64, 64, 4, 3): 128, (64, 64, 8, 3): 128,
+    (128, 32, 4, 2): 128, (128, 32, 4, 3): 128, (128, 32, 8, 3): 128,
+    (128, 64, 4, 2): 64, (128, 64, 4, 3): 64,           # d=128: spills on every target
+    (128, 64, 8, 3): 128,
+    (128, 128, 4, 2): 16, (128, 128, 4, 3): 16,         # d=32: spills on every target
+    (128, 128, 8, 3): 64,                               # d=128: spills on sm_80
+}
+DKDV_TILES = {
+    (32, 64, 4, 2): 128, (32, 64, 4, 3): 128, (32, 64, 8, 2): 128,
+    (32, 128, 4, 2): 64, (32, 128, 4, 3): 64,           # d=128: spills on every target
+    (32, 128, 8, 2): 64,                                # d=128: spills on sm_89
+    (64, 64, 4, 2): 64,                                 # d=128: spills on sm_80 and sm_89
+    (64, 64, 4, 3): 64,                                 # d=128: spills on sm_80
+    (64, 64, 8, 2): 128,
+    (64, 128, 4, 2): 16,                                # d=32: spills on every target
+    (64, 128, 4, 3): 16,                                # d=32: spills on sm_90
+    (64, 128, 8, 2): 64,                                # d=128: spills on every target
+}
+DQ_TILES = {
+    (64, 32, 4, 2): 64,                                 # d=128: spills on sm_89
+    (64, 32, 4, 3): 128, (64, 32, 8, 2): 128,
+    (64, 64, 4, 2): 128, (64, 64, 4, 3): 128,
+    (64, 64, 8, 2): 64,                                 # d=128: spills on sm_89
+    (128, 32, 4, 2): 64, (128, 32, 4, 3): 64,           # d=128: spills on every target
+    (128, 32, 8, 2): 128,
+    (128, 64, 4, 2): 32,                                # d=64: spills on sm_80 and sm_89
+    (128, 64, 4, 3): 32,                                # d=64: spills on sm_89
+    (128, 64, 8, 2): 64,                                # d=128: spills on sm_80
+}
+
+
+def autotune_configs(tiles: dict, head_dim: int) -> list[triton.Config]:
+    """The configs of a tile table above that autotuning tries at `head_dim`."""
     return [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s)
-            for m, n in pairs for w, s in warps_stages]
+            for (m, n, w, s), largest_head_dim in tiles.items() if head_dim <= largest_head_dim]
 
 
-# GPU only: each kernel picks its tiles per (N, head dim, dtype) by timing these once. The forward and
-# dQ kernels keep a big query tile and stream small key tiles; the dK/dV kernel does the opposite.
-FWD_CONFIGS = _configs([(64, 32), (64, 64), (128, 32), (128, 64), (128, 128)], [(4, 2), (4, 3), (8, 3)])
-DKDV_CONFIGS = _configs([(32, 64), (32, 128), (64, 64), (64, 128)], [(4, 2), (4, 3), (8, 2)])
-DQ_CONFIGS = _configs([(64, 32), (64, 64), (128, 32), (128, 64)], [(4, 2), (4, 3), (8, 2)])
+def _tried_at(tiles: dict, configs: list, named_args: dict, **meta) -> list:
+    """triton.autotune's early_config_prune: keep the configs tried at this launch's HEAD_DIM."""
+    tried = {str(c) for c in autotune_configs(tiles, meta["HEAD_DIM"])}
+    return [c for c in configs if str(c) in tried]
+
+
+def _autotuned(kernel, tiles: dict):
+    """`kernel` timed over its tile table (every config tried at some head dim), pruned per HEAD_DIM."""
+    prune = {"early_config_prune": functools.partial(_tried_at, tiles)}
+    configs = autotune_configs(tiles, min(HEAD_DIMS))
+    return triton.autotune(configs, key=["N_CTX", "HEAD_DIM"], prune_configs_by=prune)(kernel)
+
+
 if not INTERPRET:
-    _TUNED = {kernel: triton.autotune(configs, key=["N_CTX", "HEAD_DIM"])(kernel)
-              for kernel, configs in ((_attn_fwd, FWD_CONFIGS), (_attn_bwd_dkdv, DKDV_CONFIGS),
-                                      (_attn_bwd_dq, DQ_CONFIGS))}
+    _TUNED = {kernel: _autotuned(kernel, tiles) for kernel, tiles in
+              ((_attn_fwd, FWD_TILES), (_attn_bwd_dkdv, DKDV_TILES), (_attn_bwd_dq, DQ_TILES))}
 
 
 def _launch(kernel, tiles_over: str, N: int, BH: int, blocks: tuple[int, int] | None, *args, **meta):
@@ -238,7 +292,8 @@ def _launch(kernel, tiles_over: str, N: int, BH: int, blocks: tuple[int, int] | 
     else:
         block_m, block_n = blocks
         grid = (triton.cdiv(N, block_m if tiles_over == "BLOCK_M" else block_n), BH)
-        kernel[grid](*args, BLOCK_M=block_m, BLOCK_N=block_n, **meta)
+        kernel[grid](*args, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=FIXED_WARPS, num_stages=FIXED_STAGES,
+                     **meta)
 
 
 class FusedAttention(torch.autograd.Function):

@@ -1,0 +1,169 @@
+"""The fused-attention kernels compiled for A100 (sm_80), L4/RTX 40 (sm_89) and H100/H200 (sm_90) on a CPU.
+
+Triton compiles ahead of time for any target; minialbert.kernels.compile_report reads what came out
+(registers, spills, shared memory, tensor-core instructions, occupancy), and the committed
+assets/benchmarks/kernel_report.json holds the full cross product (every kernel, autotune config, target,
+dtype and head dim: over 800 compiles, `python benchmarks/kernel_report.py`, too slow for CI).
+
+Here, within a CI budget of a few minutes, we compile live:
+- every kernel (forward, delta, dK/dV, dQ) for every target in every dtype at the widest head dim (the most
+  registers and shared memory), with the float16/bfloat16 config the report finds riskiest there;
+- every autotune config where the report finds it closest to spilling (most bytes spilled, then most
+  registers, then most shared memory, over the targets, dtypes and head dims where autotuning may pick it):
+  spills come from register pressure, so that is where a change in Triton or in the kernel shows first.
+The rules: everything compiles; an autotune config never spills where it can launch (a config that cannot
+launch on a GPU, for lack of shared memory, is skipped there by the autotuner); the fixed launches (float32,
+the delta kernel) can launch on every target, since nothing would skip them (float32 is the exact, slow path:
+its few spills, mostly at d=128, are reported, not failed); half-precision tiles use tensor cores. Then the
+committed report: it covers today's configs with today's Triton and follows the same rules.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import triton
+
+from minialbert.kernels import compile_report, flash_attention
+from minialbert.kernels.compile_report import TARGETS, Variant
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPORT = os.path.join(REPO, "assets", "benchmarks", "kernel_report.json")
+WIDEST = max(flash_attention.HEAD_DIMS)
+DOT_KERNELS = ("fwd", "dkdv", "dq")             # the kernels that multiply tiles (delta only sums)
+HALF = ("float16", "bfloat16")
+# The tensor-core instruction each target's PTX must use for half-precision tiles (Triton's choice).
+TENSOR_CORE = {"sm_80": "mma.sync", "sm_89": "mma.sync", "sm_90": "wgmma"}
+COMPILE_WORKERS = 2                             # the CI machine's cores
+
+
+def load_report() -> dict:
+    with open(REPORT) as f:
+        return json.load(f)
+
+
+def variant_of(record: dict) -> Variant:
+    return Variant(**{name: record[name] for name in Variant.__dataclass_fields__})
+
+
+def risk(record: dict) -> tuple:
+    """How close a compile is to spilling: bytes already spilled, then registers, then shared memory."""
+    return (record["stack_bytes"] + record["local_bytes"], record["registers"], record["shared_bytes"])
+
+
+def riskiest(records: list[dict]) -> Variant:
+    launchable = [r for r in records if r["error"] is None and r["fits"]]
+    return variant_of(max(launchable, key=risk))
+
+
+def live_variants() -> list[Variant]:
+    """What the tests compile: every kernel x target x dtype, and every autotune config at its riskiest."""
+    by_variant = {variant_of(r): r for r in load_report()["records"]}
+    chosen = []
+    for kernel in compile_report.KERNELS:
+        for target in TARGETS:
+            for dtype in compile_report.DTYPES:
+                launches = compile_report.launch_variants(kernel, dtype, WIDEST, target)
+                known = [by_variant[v] for v in launches if v in by_variant]
+                chosen.append(riskiest(known) if known else launches[0])
+    for kernel, table in compile_report.AUTOTUNE_TILES.items():
+        for tiles, largest_head_dim in table.items():
+            seen = [r for v, r in by_variant.items() if v.kernel == kernel and v.autotuned
+                    and (v.block_m, v.block_n, v.num_warps, v.num_stages) == tiles]
+            if seen:
+                chosen.append(riskiest(seen))
+            else:                               # not in the report yet (its own test fails): a first guess
+                chosen.append(Variant(kernel, "sm_80", "float16", largest_head_dim, *tiles, autotuned=True))
+    return list(dict.fromkeys(chosen))          # each compile once
+
+
+@pytest.fixture(scope="session")
+def compiled() -> dict[Variant, dict]:
+    """The live compiles, done once for the session in COMPILE_WORKERS processes (no SASS: PTX suffices)."""
+    variants = live_variants()
+    return dict(zip(variants, compile_report.compile_variants(variants, workers=COMPILE_WORKERS, sass=False)))
+
+
+def describe(v: Variant) -> str:
+    return f"{v.kernel} {v.config} {v.target} {v.dtype} d={v.head_dim}"
+
+
+def test_every_kernel_compiles_for_every_target_and_dtype(compiled):
+    for variant, record in compiled.items():
+        assert record["error"] is None, f"{describe(variant)}: {record['error']}"
+    covered = {(v.kernel, v.target, v.dtype) for v in compiled}
+    dtypes = compile_report.DTYPES
+    assert covered == {(k, t, d) for k in compile_report.KERNELS for t in TARGETS for d in dtypes}
+
+
+def test_compiled_kernels_fit_and_do_not_spill(compiled):
+    for variant, record in compiled.items():
+        gpu = TARGETS[variant.target]
+        assert record["registers"] <= gpu.max_registers_per_thread, describe(variant)
+        if not variant.autotuned:               # float32 and delta launch directly: nothing skips them
+            assert record["fits"], f"{describe(variant)} cannot launch: {record['why_not']}"
+        elif record["fits"]:                    # autotuning skips what cannot launch (OutOfResources)
+            spilled = record["stack_bytes"] + record["local_bytes"]
+            assert not record["spills"], f"{describe(variant)} spills {spilled} bytes: lower its head dim"
+        if record["fits"]:
+            assert record["occupancy"]["blocks_per_sm"] >= 1, describe(variant)
+
+
+def test_compiled_half_precision_tiles_use_tensor_cores(compiled):
+    for variant, record in compiled.items():
+        if variant.kernel not in DOT_KERNELS:
+            continue
+        if variant.dtype in HALF:
+            assert record["ptx"][TENSOR_CORE[variant.target]] > 0, f"{describe(variant)}: {record['ptx']}"
+        else:                                   # float32 asks for "ieee": exact fp32 FMAs, no TF32 mma
+            assert sum(record["ptx"].values()) == 0, f"{describe(variant)}: {record['ptx']}"
+
+
+def test_compile_report_covers_todays_configs_and_triton():
+    report = load_report()
+    in_report = [variant_of(r) for r in report["records"]]
+    expected = compile_report.all_variants()
+    assert len(in_report) == len(expected) and set(in_report) == set(expected), \
+        "assets/benchmarks/kernel_report.json is stale: run `python benchmarks/kernel_report.py`"
+    assert report["environment"]["triton"] == triton.__version__, "re-run benchmarks/kernel_report.py"
+
+
+def test_compile_report_has_no_spills_where_autotuning_may_pick():
+    records = load_report()["records"]
+    assert all(r["error"] is None for r in records), [describe(variant_of(r)) for r in records if r["error"]]
+    spilling = [describe(variant_of(r)) for r in records if r["autotuned"] and r["fits"] and r["spills"]]
+    assert not spilling, f"configs that spill where they can launch: {spilling}"
+    fixed = [describe(variant_of(r)) for r in records if not r["autotuned"] and not r["fits"]]
+    assert not fixed, f"fixed launches that cannot launch: {fixed}"
+    groups: dict[tuple, list[bool]] = {}
+    for r in records:
+        groups.setdefault((r["kernel"], r["target"], r["dtype"], r["head_dim"]), []).append(r["fits"])
+    assert all(any(fits) for fits in groups.values()), "some shape has no config that can launch"
+
+
+def test_compile_occupancy_arithmetic():
+    h100 = TARGETS["sm_90"]
+    # 128 registers x 32 threads = 4,096 per warp: 16 warps fit the 65,536 registers, so 4 blocks of 4 warps.
+    assert compile_report.occupancy(128, 0, 4, h100)["blocks_per_sm"] == 4
+    # 255 registers round up to 8,192 per warp (units of 256): 8 warps, 2 blocks of 4.
+    assert compile_report.occupancy(255, 0, 4, h100)["blocks_per_sm"] == 2
+    # 100 KiB of shared memory (+ 1 KiB reserved) per block: 2 blocks in 228 KiB, 1 in an sm_89's 100 KiB.
+    assert compile_report.occupancy(32, 100 * 1024, 4, h100) == {
+        "blocks_per_sm": 2, "warps_per_sm": 8, "occupancy": 8 / 64, "limited_by": "shared memory"}
+    assert compile_report.launch_problem(32, 100 * 1024, 4, TARGETS["sm_89"]) == \
+        "100 KiB shared memory > 99 KiB per block"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on machines without a GPU")
+def test_gpu_check_refuses_in_one_line_without_cuda():
+    """`make gpu-check` starts with this check: without CUDA it stops with one line saying why."""
+    script = os.path.join(REPO, "benchmarks", "attention.py")
+    result = subprocess.run([sys.executable, script, "--check-gpu"], cwd=REPO, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no CUDA GPU found" in lines[0] and "make gpu-check" in lines[0], result.stderr
