@@ -10,6 +10,8 @@ import warnings
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from minialbert import zoo
 from minialbert.checkpoint import RunLockedError, find_checkpoint, read_metrics, run_lock
@@ -193,3 +195,48 @@ def flip_last_bytes(path) -> None:
     data = bytearray(path.read_bytes())
     data[-8:] = bytes(b ^ 0xFF for b in data[-8:])                   # inside the tensors
     path.write_bytes(bytes(data))
+
+
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(done=st.sampled_from([0, 1, 2]))
+def test_a_second_process_never_disturbs_a_build_in_progress(done, tmp_path):
+    """Issue 27, case 4, drawn by Hypothesis: however far the first build has got (0, 1 or 2 of its
+    checkpoints written) when a second process asks for the same entry, the second stops naming the
+    first's PID and changes nothing; once the first is gone the entry finishes with the weights of a
+    straight build."""
+    name = "albert-sop-seed1"
+    zoo.build([name], SCALE, progress=False)
+    run_dir = zoo.entry_dir(zoo.entry(name), SCALE)
+    straight = {k: v.clone() for k, v in zoo.load(name, SCALE).state_dict().items()}
+    saved = tmp_path / "built"                 # tmp_path is shared by the examples Hypothesis draws
+    shutil.rmtree(saved, ignore_errors=True)
+    shutil.copytree(run_dir, saved)
+    try:
+        kept = sorted((run_dir / "checkpoints").glob("step-*"))[:done]    # the first build's progress
+        for ckpt in sorted((run_dir / "checkpoints").glob("step-*"))[done:]:
+            shutil.rmtree(ckpt)
+        (run_dir / "evaluation.json").unlink()
+        if kept:
+            (run_dir / "checkpoints" / "latest").write_text(kept[-1].name + "\n")
+        else:
+            shutil.rmtree(run_dir / "checkpoints")
+        before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != ".lock"}
+        code = ("import sys, time\nfrom pathlib import Path\nfrom minialbert.checkpoint import run_lock\n"
+                "with run_lock(Path(sys.argv[1])):\n    print('locked', flush=True); time.sleep(60)\n")
+        first = subprocess.Popen([sys.executable, "-c", code, str(run_dir)], stdout=subprocess.PIPE,
+                                 text=True)
+        try:
+            assert first.stdout.readline().strip() == "locked"
+            with pytest.raises(RunLockedError, match=f"PID {first.pid}"):
+                zoo.load(name, SCALE, progress=False)
+            after = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != ".lock"}
+            assert after == before
+        finally:
+            first.kill()
+            first.wait()
+        for k, v in zoo.load(name, SCALE, progress=False).state_dict().items():
+            assert torch.equal(v, straight[k]), k
+    finally:
+        shutil.rmtree(run_dir)
+        shutil.copytree(saved, run_dir)
