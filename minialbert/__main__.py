@@ -59,11 +59,12 @@ def cmd_evaluate(args: argparse.Namespace, scale: Scale) -> None:
     from .checkpoint import find_checkpoint, load_checkpoint, read_json
     from .course import course_pretraining_data
     from .evaluation import MLMBaselines, evaluate_pretraining, format_report
+    from .model import AlbertForPretraining
 
     if not args.checkpoint.exists():
         raise FileNotFoundError(f"--checkpoint {args.checkpoint} does not exist")
     model = load_checkpoint(args.checkpoint)
-    if getattr(model, "sentence_task", "") == "":
+    if not isinstance(model, AlbertForPretraining):
         raise ValueError(f"--checkpoint {args.checkpoint} holds a {type(model).__name__}, not a pretraining "
                          "model; evaluate fine-tuned models with `finetune`")
     step = read_json(find_checkpoint(args.checkpoint) / "trainer_state.json")["step"]

@@ -159,7 +159,7 @@ def verify_checkpoint(ckpt: Path) -> None:
 
 def earlier_checkpoints(ckpt: Path) -> list[Path]:
     """The step directories beside `ckpt` that are older than it, newest first."""
-    return sorted((p for p in ckpt.parent.glob("step-*") if p.name < ckpt.name), reverse=True)
+    return [p for p in step_checkpoints(ckpt.parent.parent) if p.name < ckpt.name]
 
 
 def step_checkpoints(run_dir: Path) -> list[Path]:
