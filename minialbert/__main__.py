@@ -34,10 +34,11 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
     if args.overrides:
         cfg = cfg.replace(**dict(args.overrides))
     given = dict(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup,
-                 eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, optimizer=args.optimizer)
+                 eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, optimizer=args.optimizer,
+                 eval_examples=args.eval_examples)
     train_args = TrainArgs.from_scale(
         scale, objective=args.objective, grad_accum=args.grad_accum, weight_decay=args.weight_decay,
-        seed=args.seed, eval_examples=args.eval_examples, keep_last=args.keep_last,
+        seed=args.seed, keep_last=args.keep_last,
         **{k: v for k, v in given.items() if v is not None})
     train = course_pretraining_data(args.objective, "train", scale)
     valid = course_pretraining_data(args.objective, "valid", scale)
@@ -71,8 +72,9 @@ def cmd_evaluate(args: argparse.Namespace, scale: Scale) -> None:
     objective = args.objective or next(o for o, head in OBJECTIVES.items() if head == model.sentence_task)
     data = course_pretraining_data(objective, args.split, scale)
     baselines = MLMBaselines.fit(course_pretraining_data(objective, "train", scale), model.config.vocab_size)
-    result = evaluate_pretraining(model, data, baselines, max_examples=args.max_examples,
-                                  batch_size=args.batch_size, progress=not (args.json or args.quiet))
+    result = evaluate_pretraining(model, data, baselines, batch_size=args.batch_size,
+                                  max_examples=args.max_examples or scale.eval_examples,
+                                  progress=not (args.json or args.quiet))
     if not args.json:
         print(format_report(result), file=sys.stderr)
     print(json.dumps({"checkpoint": str(args.checkpoint), "step": step, "objective": objective,
@@ -85,8 +87,20 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
     if args.threads:
         import torch
         torch.set_num_threads(args.threads)
-    for name in args.only or ():
+    rebuild = list(zoo.ENTRIES) if args.rebuild == ["all"] else args.rebuild or []
+    for name in [*(args.only or ()), *rebuild]:
         zoo.entry(name)                                  # unknown names fail before any work
+    if rebuild:
+        for name in rebuild:
+            r = zoo.rebuild(name, scale, progress=not args.quiet)
+            verdict = ("no shipped entry to compare with" if r["shipped_sha256"] is None else
+                       "identical to the shipped weights" if r["identical"] else
+                       f"DIFFERS from the shipped weights (sha256 {r['shipped_sha256']})")
+            print(f"{name}: model.safetensors sha256 {r['sha256']}: {verdict}")
+        return
+    if args.ship:
+        print(f"shipped into {zoo.ship(args.only, scale)}")
+        return
     if args.list:
         for r in zoo.status(scale, args.only):
             left = "?" if r["minutes_left"] is None else f"{r['minutes_left']:.1f}"
@@ -132,7 +146,7 @@ def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
     from .model import AlbertForSequenceClassification
     from .tasks import load_task
 
-    task = load_task(args.task, scale.max_documents, args.glue_dir)
+    task = load_task(args.task, scale, args.glue_dir)
     train = task.subset(args.labels, args.seed)
     tokenizer = course_tokenizer(scale)
     torch.manual_seed(args.seed)                          # the new head's initialisation
@@ -149,10 +163,9 @@ def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
         cfg = AlbertConfig.preset(args.preset) if args.preset else scale.model_config("albert")
         model = AlbertForSequenceClassification(cfg, task.num_labels)
     given = dict(steps=args.steps, batch_size=args.batch_size, lr=args.lr, patience=args.patience,
-                 warmup=min(FinetuneArgs.warmup, args.steps // 10) if args.steps else None)
-    finetune_args = FinetuneArgs(seed=args.seed, max_seq_len=scale.max_seq_len,
-                                 freeze_encoder=args.freeze_encoder,
-                                 **{k: v for k, v in given.items() if v is not None})
+                 warmup=min(scale.finetune_warmup, args.steps // 10) if args.steps else None)
+    finetune_args = FinetuneArgs.from_scale(scale, seed=args.seed, freeze_encoder=args.freeze_encoder,
+                                            **{k: v for k, v in given.items() if v is not None})
     result = finetune(model, task, tokenizer, finetune_args, train_examples=train, out_dir=args.out,
                       progress=not args.quiet)
     print(json.dumps({"out": str(args.out), "task": task.name, "metric": task.metric, "labels": len(train),
@@ -175,7 +188,7 @@ def cmd_tasks(args: argparse.Namespace, scale: Scale) -> None:
     glue_dir = args.glue_dir or default_glue_dir()
     for name in (args.download.split(",") if args.download else []):
         download_glue(name.strip(), glue_dir)
-    described = [load_task(name, scale.max_documents).describe() for name in OFFLINE_TASKS]
+    described = [load_task(name, scale).describe() for name in OFFLINE_TASKS]
     for name, spec in GLUE.items():
         if glue_downloaded(name, glue_dir):
             described.append(load_task(name, glue_dir=glue_dir).describe())
@@ -263,6 +276,26 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     return f"minialbert: warning: {message}\n"
 
 
+def cmd_tokenizer(args: argparse.Namespace, scale: Scale) -> None:
+    import hashlib
+
+    from .course import course_tokenizer, shipped_tokenizer_path, train_course_tokenizer
+
+    shipped = shipped_tokenizer_path(scale)
+    tok = course_tokenizer(scale)
+    digest = hashlib.sha256(tok.model_proto).hexdigest()
+    where = f"shipped at {shipped}" if shipped else f"trained on the {scale.corpus} corpus and cached"
+    print(f"{scale.name} scale: {tok.vocab_size:,} pieces, {where}; sha256 {digest}")
+    if args.verify:
+        if shipped is None:
+            raise ValueError(f"no tokenizer is shipped for the {scale.name} scale: --verify checks one")
+        again = hashlib.sha256(train_course_tokenizer(scale).model_proto).hexdigest()
+        if again != digest:
+            raise ValueError(f"retraining gave sha256 {again}, not the shipped {digest}: the corpus or "
+                             "sentencepiece differs from the one the shipped tokenizer was trained with")
+        print("retrained on the course corpus: the same bytes")
+
+
 def cmd_student_notebooks(args: argparse.Namespace, scale: Scale) -> None:
     from .student import write_student_notebooks
 
@@ -284,8 +317,8 @@ def cmd_clean_notebooks(args: argparse.Namespace, scale: Scale) -> None:
 
 COMMANDS = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo, "ablation": cmd_ablation,
             "figures": cmd_figures, "finetune": cmd_finetune, "tasks": cmd_tasks,
-            "smoothness": cmd_smoothness, "student-notebooks": cmd_student_notebooks,
-            "clean-notebooks": cmd_clean_notebooks}
+            "smoothness": cmd_smoothness, "tokenizer": cmd_tokenizer,
+            "student-notebooks": cmd_student_notebooks, "clean-notebooks": cmd_clean_notebooks}
 
 
 def main(argv: list[str] | None = None) -> int:

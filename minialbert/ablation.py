@@ -83,10 +83,26 @@ def joined(first: PretrainingDataset, second: PretrainingDataset) -> Pretraining
                               labels, first.objective, first.max_seq_len)
 
 
+def sampled(dataset: PretrainingDataset, max_examples: int | None, seed: int = 0) -> PretrainingDataset:
+    """A fixed seeded sample of max_examples of the dataset's examples, in their order (None, or at
+    least as many as it holds: the dataset itself)."""
+    at = evaluation_sample(dataset, max_examples, seed)
+    if len(at) == len(dataset):
+        return dataset
+    bounds = dataset.offsets.tolist()
+    pieces = [slice(bounds[i], bounds[i + 1]) for i in at]
+    offsets = torch.cat([dataset.offsets[:1], dataset.lengths[at].cumsum(0).to(dataset.offsets.dtype)])
+    labels = None if dataset.sentence_labels is None else dataset.sentence_labels[at]
+    return PretrainingDataset(*(torch.cat([t[p] for p in pieces]) for t in
+                                (dataset.input_ids, dataset.token_type_ids, dataset.mlm_labels)),
+                              offsets, labels, dataset.objective, dataset.max_seq_len)
+
+
 def heldout(objective: str, scale: Scale) -> PretrainingDataset:
-    """The course's held-out pretraining examples of one objective: the valid and the test split."""
-    return joined(course_pretraining_data(objective, "valid", scale),
-                  course_pretraining_data(objective, "test", scale))
+    """The course's held-out pretraining examples of one objective: the valid and the test split (a
+    fixed seeded sample of scale.eval_examples of them where the scale caps it)."""
+    return sampled(joined(course_pretraining_data(objective, "valid", scale),
+                          course_pretraining_data(objective, "test", scale)), scale.eval_examples)
 
 
 def segment_lengths(dataset: PretrainingDataset) -> torch.Tensor:
@@ -269,7 +285,7 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
                 result["curves"][arm_entry(arm, seed)] = [{"arm": arm, **point} for point in curve]
     tokenizer = course_tokenizer(scale)
     for name in downstream:
-        task = load_task(name, scale.max_documents)
+        task = load_task(name, scale)
         for (arm, seed), model in models.items():
             rows = learning_curve(task, tokenizer, {arm: model}, [settings["downstream_labels"]], [seed],
                                   settings["finetune"], progress=False)

@@ -37,6 +37,8 @@ from .download import atomic_write, sha256_of, write_json
 from .model import HEAD_FIELDS, build_model, head_record
 
 CHECKPOINT_FILES = ("model.safetensors", "config.json", "trainer_state.json", "optimizer.pt")
+# A weights-only checkpoint (the shipped zoo's) leaves the optimizer out: it loads, but cannot resume.
+WEIGHTS_FILES = CHECKPOINT_FILES[:3]
 MANIFEST = "manifest.json"          # {file: sha256} of CHECKPOINT_FILES, written into the checkpoint
 LOCK_FILE = ".lock"
 STEP_DIR = re.compile(r"step-\d{6,}")
@@ -145,10 +147,11 @@ def read_json(path: Path) -> dict:
 def verify_checkpoint(ckpt: Path) -> None:
     """Check each file of a checkpoint against the sha256 in its manifest; ValueError naming a damaged one."""
     manifest = read_json(ckpt / MANIFEST)
-    if not isinstance(manifest, dict) or sorted(manifest) != sorted(CHECKPOINT_FILES):
+    if not isinstance(manifest, dict) or sorted(manifest) not in (sorted(CHECKPOINT_FILES),
+                                                                  sorted(WEIGHTS_FILES)):
         raise ValueError(f"checkpoint file {ckpt / MANIFEST} is damaged (it must list "
-                         f"{', '.join(CHECKPOINT_FILES)})")
-    for name in CHECKPOINT_FILES:
+                         f"{', '.join(CHECKPOINT_FILES)}, or all but optimizer.pt)")
+    for name in manifest:
         path = ckpt / name
         if not path.is_file():
             raise FileNotFoundError(f"checkpoint file {path} is missing; the checkpoint is incomplete")

@@ -104,7 +104,8 @@ def build_parser() -> Parser:
     pre.add_argument("--eval-every", type=int,
                      help="steps between held-out evaluations (default: the scale's)")
     pre.add_argument("--eval-examples", type=int,
-                     help="held-out examples per evaluation, a fixed seeded sample (default: all of them)")
+                     help="held-out examples per evaluation, a fixed seeded sample (default: the scale's; "
+                          "all of them but in a dry run)")
     pre.add_argument("--checkpoint-every", type=int,
                      help="steps between checkpoints (default: the scale's eval interval)")
     pre.add_argument("--keep-last", type=int, default=2, help="checkpoints kept on disk (default: 2)")
@@ -123,16 +124,23 @@ def build_parser() -> Parser:
     ev.add_argument("--split", choices=["train", "valid", "test"], default="valid", help="default: valid")
     ev.add_argument("--batch-size", type=positive_int, default=32, help="default: 32")
     ev.add_argument("--max-examples", type=positive_int,
-                    help="score a fixed seeded sample of this many examples (default: all)")
+                    help="score a fixed seeded sample of this many examples (default: the scale's; all "
+                         "but in a dry run)")
     ev.add_argument("--json", action="store_true", help="only the JSON on stdout (no table, no progress bar)")
 
-    zoo = command("zoo", help="build the course model zoo (cached pretraining runs the lessons share)",
-                         description="Build, one after another, every zoo entry that is missing or "
-                                     "unfinished at a scale (a killed build resumes where it stopped), then "
+    zoo = command("zoo", help="the course model zoo (shipped or built pretraining runs the lessons share)",
+                         description="Build, one after another, every zoo entry that is neither shipped "
+                                     "nor built at a scale (a killed build resumes where it stopped), then "
                                      "print each entry's held-out metrics.")
     zoo.add_argument("--only", action="append", metavar="NAME", help="build only this entry (repeatable)")
     zoo.add_argument("--list", action="store_true", help="list the entries, what exists and what each costs")
     zoo.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    zoo.add_argument("--rebuild", action="append", metavar="NAME",
+                     help="retrain this entry from scratch (repeatable; 'all' for every entry) and compare "
+                          "its weights with the shipped ones, byte for byte")
+    zoo.add_argument("--ship", action="store_true",
+                     help="copy the built entries (all, or --only) into the repository's zoo/ folder and "
+                          "rewrite its MANIFEST.json (for maintainers)")
     zoo.add_argument("--out", type=Path, metavar="FILE",
                      help="also write the summary (held-out metrics and minutes per entry) as JSON here")
 
@@ -180,7 +188,8 @@ def build_parser() -> Parser:
     fin.add_argument("--out", required=True, type=directory, help="run directory (metrics.jsonl, checkpoint)")
     fin.add_argument("--glue-dir", type=Path, help="folder holding GLUE's task folders (default: the "
                                                    "cache's glue/, where `tasks --download` puts them)")
-    fin.add_argument("--steps", type=positive_int, help="most optimizer steps (default: 300)")
+    fin.add_argument("--steps", type=positive_int,
+                     help="most optimizer steps (default: the scale's, 300 at course)")
     fin.add_argument("--batch-size", type=positive_int, help="default: 16")
     fin.add_argument("--lr", type=float, help="peak learning rate (default: 3e-4)")
     fin.add_argument("--patience", type=int, help="dev evaluations without improvement before stopping "
@@ -199,6 +208,13 @@ def build_parser() -> Parser:
                          description="Clean notebooks in place, keeping their outputs.")
     cln.add_argument("paths", nargs="*", type=Path,
                      help="notebooks to clean (default: every .ipynb under notebooks/)")
+    tok = command("tokenizer", help="the scale's course tokenizer: where it comes from, or check it",
+                  description="Print which course tokenizer the scale uses (shipped with the package, or "
+                              "trained on its corpus and cached) and its sha256. --verify retrains the "
+                              "shipped one on the course corpus and compares the bytes.")
+    tok.add_argument("--verify", action="store_true",
+                     help="retrain the shipped tokenizer (about a minute once the corpus is built) and "
+                          "compare it byte for byte")
     sm = command("smoothness", help="the paper's layer-wise L2 / angle figure for checkpoints",
                         description="For each model, the mean L2 distance and angle (degrees) between the "
                                     "input and output of every layer, averaged over the chosen tokens of "

@@ -195,6 +195,12 @@ def _load_course(data: bytes) -> dict[str, list[Document]]:
 _COURSE: dict[str, dict[str, list[Document]]] = {}     # built or loaded once per process
 
 
+def course_corpus_cached() -> bool:
+    """Is the course corpus already built in the cache (so reading it takes seconds, not minutes)?"""
+    data = read_checked(_course_cache_path())
+    return data is not None and hashlib.sha256(data).hexdigest() == COURSE_CORPUS_SHA256
+
+
 def course_corpus() -> dict[str, list[Document]]:
     """All splits of the course corpus: from the cache, or built (download, parse, check) and cached.
 

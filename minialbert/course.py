@@ -11,26 +11,70 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from pathlib import Path
 
 import sentencepiece as spm
 
+from .corpus import COURSE_CORPUS_SHA256, documents
 from .download import cache_dir, read_checked, write_checked
-from .pretraining_data import COURSE_SEED, PretrainingDataset, build_examples
-from .pydocs import package_documents, pydocs_documents
+from .pretraining_data import COURSE_SEED, PretrainingDataset, build_examples, documents_digest, examples_key
 from .scale import Scale
 from .tokenizer import TOKENIZER_FORMAT, Tokenizer
 
+# The tokenizers shipped with the package (minialbert/tokenizers/<corpus>-<vocab_size>.model), each
+# trained by `train_course_tokenizer` on the whole train split of its corpus, so the course never
+# retrains them: (corpus, vocab_size) -> (sha256 of the file, sha256 of the corpus it was trained on).
+# `python -m minialbert tokenizer --verify` retrains one and compares the bytes.
+SHIPPED_TOKENIZERS = {
+    ("course", 4000): ("9b6d3744b4d96af7088f2dcd3f50ee410ac7401f7407ace0412528e4d073b9bd",
+                       "e3c06e05fcae40e687acbc7fb370e3012fdf405d802497528131f624ac611f74"),
+}
+SHIPPED_DIR = Path(__file__).parent / "tokenizers"
+
+
+def shipped_tokenizer_path(scale: Scale) -> Path | None:
+    """Where the scale's shipped tokenizer lives (None: none is shipped for its corpus and vocabulary)."""
+    if scale.max_documents is not None or (scale.corpus, scale.vocab_size) not in SHIPPED_TOKENIZERS:
+        return None
+    return SHIPPED_DIR / f"{scale.corpus}-{scale.vocab_size}.model"
+
+
+def _shipped(scale: Scale) -> Tokenizer | None:
+    """The shipped tokenizer for the scale, checked against its recorded sha256."""
+    if (path := shipped_tokenizer_path(scale)) is None:
+        return None
+    digest = SHIPPED_TOKENIZERS[scale.corpus, scale.vocab_size][0]
+    data = path.read_bytes() if path.is_file() else b""
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise ValueError(f"the shipped tokenizer {path} is {'damaged' if data else 'missing'} (its sha256 "
+                         f"is not the recorded {digest[:12]}...); restore it from the repository "
+                         f"(git checkout -- {path.name}, in its folder) or reinstall minialbert")
+    return Tokenizer(data)
+
+
+def train_course_tokenizer(scale: Scale) -> Tokenizer:
+    """SentencePiece trained on the train split of the scale's corpus (deterministic: same bytes)."""
+    docs = documents(scale.corpus, "train", scale.max_documents)
+    try:
+        return Tokenizer.train((s for d in docs for s in d.sentences), scale.vocab_size, seed=0)
+    except ValueError as e:
+        raise ValueError(f"cannot train the course tokenizer for scale {scale.name!r} (vocab_size "
+                         f"{scale.vocab_size} on {len(docs)} {scale.corpus} documents): {e}") from e
+
 
 def course_tokenizer(scale: Scale) -> Tokenizer:
-    """The course tokenizer: SentencePiece trained on the pydocs train split at `scale`."""
-    docs = pydocs_documents("train", max_documents=scale.max_documents)
-    sentences = [s for d in docs for s in d.sentences]
+    """The course tokenizer at `scale`: the shipped one where there is one, else SentencePiece trained
+    on the train split of the scale's corpus, once, and cached by a hash of its input and settings."""
+    if (tok := _shipped(scale)) is not None:
+        return tok
+    docs = documents(scale.corpus, "train", scale.max_documents)
     key = hashlib.sha256()
     key.update(json.dumps({"vocab_size": scale.vocab_size, "seed": 0, "format": TOKENIZER_FORMAT,
                            "sentencepiece": spm.__version__}).encode())
-    for s in sentences:
-        key.update(s.encode() + b"\n")
-    path = cache_dir() / "tokenizers" / f"pydocs-{scale.vocab_size}-{key.hexdigest()[:16]}.model"
+    for d in docs:
+        for s in d.sentences:
+            key.update(s.encode() + b"\n")
+    path = cache_dir() / "tokenizers" / f"{scale.corpus}-{scale.vocab_size}-{key.hexdigest()[:16]}.model"
     if (proto := read_checked(path)) is not None:   # None: missing or damaged (then reported)
         try:
             tok = Tokenizer(proto)                      # checks the special ids
@@ -40,26 +84,32 @@ def course_tokenizer(scale: Scale) -> Tokenizer:
         except ValueError as e:
             problem = str(e)
         warnings.warn(f"tokenizer cache {path} is damaged: it {problem}; rebuilding it", stacklevel=2)
-    try:
-        tok = Tokenizer.train(sentences, scale.vocab_size, seed=0)
-    except ValueError as e:
-        raise ValueError(f"cannot train the course tokenizer for scale {scale.name!r} "
-                         f"(vocab_size {scale.vocab_size} on {len(docs)} pydocs documents): {e}") from e
+    tok = train_course_tokenizer(scale)
     write_checked(path, tok.model_proto)
     return tok
 
 
+def corpus_digest(scale: Scale, split: str) -> str:
+    """A hash naming the text of one split at `scale`: the recorded hash of the pinned course corpus
+    (so nothing needs to be read), else a hash of the documents themselves."""
+    if scale.corpus == "course":
+        return f"{COURSE_CORPUS_SHA256}:{split}:{scale.max_documents}"
+    return documents_digest(documents(scale.corpus, split, scale.max_documents))
+
+
+def pretraining_data_key(objective: str, split: str, scale: Scale, balance_lengths: bool = False) -> str:
+    """The key of course_pretraining_data's examples, known without building them (the zoo's keys)."""
+    return examples_key(corpus_digest(scale, split), course_tokenizer(scale), objective, scale.max_seq_len,
+                        COURSE_SEED, scale.dupe_factor, scale.mask_rate, balance_lengths)
+
+
 def course_pretraining_data(objective: str, split: str, scale: Scale,
                             balance_lengths: bool = False) -> PretrainingDataset:
-    """The course's pretraining set for one objective and split at `scale`.
+    """The course's pretraining set for one objective and split at `scale`, from the scale's corpus.
 
-    The train split adds the docstrings of the scale's packages (held-out splits stay stdlib prose):
-    the sweep found the stdlib's 220k words too few for a model to learn more than memorising them.
     balance_lengths: keep only `length_balanced` pairs (the NSP vs SOP ablation's cue-free SOP arm).
     """
-    documents = pydocs_documents(split, scale.max_documents)
-    if split == "train":
-        documents = documents + package_documents(split, scale.packages)   # never extend a cached list
-    return build_examples(documents, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
+    docs = documents(scale.corpus, split, scale.max_documents)
+    return build_examples(docs, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
                           dupe_factor=scale.dupe_factor, mask_rate=scale.mask_rate,
-                          balance_lengths=balance_lengths)
+                          balance_lengths=balance_lengths, digest=corpus_digest(scale, split))

@@ -348,17 +348,18 @@ def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], 
 
 def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
                    seed: int, dupe_factor: int = 1, cache: bool = True, mask_rate: float = MASK_RATE,
-                   balance_lengths: bool = False) -> PretrainingDataset:
+                   balance_lengths: bool = False, digest: str | None = None) -> PretrainingDataset:
     """Documents -> masked pretraining examples, cached under cache_dir()/pretraining.
 
-    The cache key hashes the tokenizer model, the documents and every setting, so a change to
-    any of them builds afresh. A damaged cache file is reported and rebuilt, never trusted.
+    The cache key (examples_key) hashes the tokenizer model, the documents and every setting, so a
+    change to any of them builds afresh. A damaged cache file is reported and rebuilt, never trusted.
+    digest: the documents' recorded hash where one names them (a pinned corpus); None: hash them here.
     """
     _check_objective(objective)
     path = None
     if cache:
-        key = _cache_key(documents, tokenizer, objective, max_seq_len, seed, dupe_factor, mask_rate,
-                         balance_lengths)
+        key = examples_key(digest or documents_digest(documents), tokenizer, objective, max_seq_len, seed,
+                           dupe_factor, mask_rate, balance_lengths)
         name = f"{objective}-balanced" if balance_lengths else objective
         path = cache_dir() / "pretraining" / f"{name}-{key[:24]}.safetensors"
         if path.exists():
@@ -380,19 +381,26 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
     return dataset
 
 
-def _cache_key(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
-               seed: int, dupe_factor: int, mask_rate: float, balance_lengths: bool) -> str:
+def documents_digest(documents: Sequence[Document]) -> str:
+    """sha256 of documents' titles and sentences, in order."""
     digest = hashlib.sha256()
-    settings = {"format": FORMAT_VERSION, "objective": objective, "max_seq_len": max_seq_len, "seed": seed,
-                "dupe_factor": dupe_factor, "mask_rate": mask_rate, "max_ngram": MAX_NGRAM,
-                "short_seq_prob": SHORT_SEQ_PROB}
-    if balance_lengths:                         # only when set: the unbalanced caches keep their keys
-        settings["balance_lengths"] = True
-    digest.update(json.dumps(settings, sort_keys=True).encode())
-    digest.update(hashlib.sha256(tokenizer.model_proto).digest())
     for doc in documents:
         digest.update(json.dumps([doc.title, list(doc.sentences)], ensure_ascii=False).encode())
     return digest.hexdigest()
+
+
+def examples_key(digest: str, tokenizer: Tokenizer, objective: str, max_seq_len: int, seed: int,
+                 dupe_factor: int, mask_rate: float, balance_lengths: bool) -> str:
+    """What decides a pretraining set's examples: the documents (their digest), the tokenizer and every
+    setting, hashed; the same key always builds the same examples."""
+    settings = {"format": FORMAT_VERSION, "objective": objective, "max_seq_len": max_seq_len, "seed": seed,
+                "dupe_factor": dupe_factor, "mask_rate": mask_rate, "max_ngram": MAX_NGRAM,
+                "short_seq_prob": SHORT_SEQ_PROB, "documents": digest}
+    if balance_lengths:                         # only when set: the unbalanced caches keep their keys
+        settings["balance_lengths"] = True
+    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    key.update(hashlib.sha256(tokenizer.model_proto).digest())
+    return key.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,10 +13,9 @@ The model's vocabulary and positions come from the scale's preset (config.PRESET
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .config import PRESETS, AlbertConfig
-from .pydocs import PACKAGES
 
 ENV_VAR = "MINIALBERT_SCALE"
 
@@ -26,6 +25,7 @@ class Scale:
     name: str
     albert_preset: str          # model sizes (see config.PRESETS); the BERT twin is bert_preset
     bert_preset: str
+    corpus: str                 # the pretraining text: "course" (pinned, corpus.py) or "pydocs" (embedded)
     max_documents: int | None   # cap on corpus documents used (None = all)
     batch_size: int
     pretrain_steps: int
@@ -38,7 +38,8 @@ class Scale:
     zoo_steps: int = 0          # steps of every model-zoo entry (one budget, so entries compare)
     zoo_evals: int = 5          # held-out evaluations per zoo run (the curves of the replication lessons)
     step_seconds: float = 0.0   # measured seconds per step (time estimates only; 0 = not measured)
-    packages: tuple = ()        # installed packages whose docstrings join the pretraining train split
+    eval_examples: int | None = None   # held-out examples per evaluation of a pretraining run and per
+                                       # model in the ablation, a fixed seeded sample (None = all)
     figure_subdir: str = ""     # figures go to assets/figures/<figure_subdir> ("": the committed ones)
     # What lessons and experiments measure (the course values; ci shrinks them to seconds).
     vocab_sweep: tuple = (1000, 2000, 4000, 6000)   # lesson 01: tokenizers trained side by side
@@ -97,17 +98,46 @@ _CI_LESSONS = dict(
     lessons_build_zoo=True)
 
 SCALES = {
-    "ci": Scale("ci", "ci-albert", "ci-bert", max_documents=300, batch_size=16, pretrain_steps=30,
-                learning_rate=2e-3, warmup_steps=5, eval_every=15, zoo_steps=30, step_seconds=0.02,
-                figure_subdir="ci", **_CI_LESSONS),
-    "course": Scale("course", "course-albert", "course-bert", max_documents=None, batch_size=64,
-                    pretrain_steps=7500, learning_rate=3e-3, warmup_steps=300, eval_every=1500,
-                    dupe_factor=10, optimizer="adamw", zoo_steps=12000, zoo_evals=12, step_seconds=0.068,
-                    packages=PACKAGES),
-    "gpu": Scale("gpu", "gpu-albert", "gpu-bert", max_documents=None, batch_size=128, pretrain_steps=20000,
-                 learning_rate=1.76e-3, warmup_steps=1000, eval_every=1000, dupe_factor=10, zoo_steps=20000,
-                 packages=PACKAGES, figure_subdir="gpu"),
+    # ci reads the small corpus embedded in the package (seconds, no download); the others the pinned one
+    "ci": Scale("ci", "ci-albert", "ci-bert", corpus="pydocs", max_documents=300, batch_size=16,
+                pretrain_steps=30, learning_rate=2e-3, warmup_steps=5, eval_every=15, zoo_steps=30,
+                step_seconds=0.02, figure_subdir="ci", **_CI_LESSONS),
+    "course": Scale("course", "course-albert", "course-bert", corpus="course", max_documents=None,
+                    batch_size=64, pretrain_steps=7500, learning_rate=3e-3, warmup_steps=300, eval_every=1500,
+                    dupe_factor=10, optimizer="adamw", zoo_steps=12000, zoo_evals=12, step_seconds=0.068),
+    "gpu": Scale("gpu", "gpu-albert", "gpu-bert", corpus="course", max_documents=None, batch_size=128,
+                 pretrain_steps=20000, learning_rate=1.76e-3, warmup_steps=1000, eval_every=1000,
+                 dupe_factor=10, zoo_steps=20000, figure_subdir="gpu"),
 }
+
+
+# The dry run: every step count and sample size of a scale capped, its model (the preset: widths, depth,
+# vocabulary, positions) and so its sequence length kept, so that the gpu scale's code paths (CLI,
+# lessons, figures) run end to end on a CPU in minutes. Its numbers measure nothing.
+DRY_RUN_VAR = "MINIALBERT_DRY_RUN"
+DRY_RUN_SUFFIX = "-dry"
+DRY_RUN = dict(
+    # The small corpus embedded in the package: no download. 800 of its train documents still train the
+    # gpu scale's 6000-piece tokenizer (600 do not: SentencePiece stops at 5992 pieces); fewer
+    # documents, or a larger vocabulary, fail with a one-line error naming the scale (course.py).
+    corpus="pydocs", max_documents=800,
+    batch_size=2, pretrain_steps=2, warmup_steps=1, eval_every=1, dupe_factor=1, zoo_steps=2, zoo_evals=2,
+    step_seconds=0.0, eval_examples=8, vocab_sweep=(1000, 6000), chain_steps=4, demo_steps=2,
+    smoothness_sequences=4, smoothness_batch=2, finetune_steps=2, finetune_warmup=1, finetune_eval_every=1,
+    finetune_dev_examples=8, finetune_labels=8, label_sizes=(4, 8), few_label_sizes=(4, 8),
+    long_finetune_warmup=1, long_finetune_eval_every=5, probe_steps=2, finetune_seeds=1, ablation_seeds=1,
+    probe_examples=16, curve_examples=8, downstream_labels=8, speed_repeats=1, attention_seq_lens=(64, 128),
+    kernel_check_len=70, narrow_by=8, lessons_read_results=False, lessons_build_zoo=True)
+
+
+def dry_run(scale: Scale) -> Scale:
+    """`scale` shortened to a dry run: the fields of DRY_RUN replaced (steps, samples, the corpus), the
+    model presets kept, named `<name>-dry` so its zoo entries, caches and figures (assets/figures/
+    <figure_subdir>-dry) never mix with the real scale's. A dry-run scale is returned as it is."""
+    if scale.name.endswith(DRY_RUN_SUFFIX):
+        return scale
+    subdir = f"{scale.figure_subdir or scale.name}{DRY_RUN_SUFFIX}"
+    return replace(scale, name=scale.name + DRY_RUN_SUFFIX, figure_subdir=subdir, **DRY_RUN)
 
 
 def current_scale(name: str | Scale | None = None) -> Scale:
@@ -118,7 +148,10 @@ def current_scale(name: str | Scale | None = None) -> Scale:
     if isinstance(name, Scale):
         return name
     name = name or os.environ.get(ENV_VAR, "course")
+    # $MINIALBERT_DRY_RUN=1 (not 0 or empty), or a dry run's name (`figures` hands its lessons the name)
+    dry = os.environ.get(DRY_RUN_VAR, "").strip() not in ("", "0") or name.endswith(DRY_RUN_SUFFIX)
+    name = name.removesuffix(DRY_RUN_SUFFIX)
     if name not in SCALES:
         raise ValueError(f"unknown scale {name!r} (from {ENV_VAR} or argument); choose one of "
                          f"{', '.join(SCALES)}")
-    return SCALES[name]
+    return dry_run(SCALES[name]) if dry else SCALES[name]

@@ -1,4 +1,4 @@
-"""Downstream tasks: two offline ones built from the embedded corpus, and loaders for GLUE's TSV files.
+"""Downstream tasks: offline ones built from a scale's pretraining corpus, and loaders for GLUE's TSV files.
 
 Offline tasks (no network; deterministic; from the corpus's own train/valid/test documents):
 
@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from .corpus import documents
 from .download import atomic_write, cache_dir, download
 from .evaluation import task_metrics
-from .pydocs import pydocs_documents
+from .scale import Scale
 from .sentences import Document
 
 SPLITS = ("train", "dev", "test")
@@ -142,9 +143,9 @@ def _swap_adjacent_words(sentence: str, rng: random.Random) -> str | None:
     return " ".join(words)
 
 
-def _train_sentences() -> set[str]:
+def _train_sentences(corpus: str) -> set[str]:
     """Every sentence of the corpus's train documents (all of them, whatever the scale): the overlap check."""
-    return {s for d in pydocs_documents("train") for s in d.sentences}
+    return {s for d in documents(corpus, "train") for s in d.sentences}
 
 
 def _unseen(sentences: list[str], seen: set[str] | None) -> tuple[list[str], int]:
@@ -219,41 +220,43 @@ def _balanced(examples: list[Example], rng: random.Random) -> list[Example]:
     return examples
 
 
-def _offline_task(name: str, builder, max_documents: int | None) -> dict:
+def _offline_task(name: str, builder, corpus: str, max_documents: int | None) -> dict:
     splits, removed = {}, {}
     seen = None
     for split in SPLITS:
-        docs = pydocs_documents(CORPUS_SPLIT[split], max_documents)
+        docs = documents(corpus, CORPUS_SPLIT[split], max_documents)
         if split != "train" and seen is None:
-            seen = _train_sentences()
+            seen = _train_sentences(corpus)
         splits[split], removed[split] = builder(docs, random.Random(f"{name}:{split}"),
                                                 None if split == "train" else seen)
     return dict(splits, removed_overlap={s: n for s, n in removed.items() if s != "train"})
 
 
-def word_order(max_documents: int | None = None) -> Task:
+def word_order(corpus: str, max_documents: int | None = None) -> Task:
     """Single sentence: word order intact (1) or two adjacent inner words swapped (0). See the module doc."""
     return Task("word-order", "is the word order intact, or were two adjacent words swapped?",
-                "pydocs corpus (sentences of each split's documents)", ("swapped", "intact"), "matthews",
-                **_offline_task("word-order", _word_order_split, max_documents))
+                f"{corpus} corpus (sentences of each split's documents)", ("swapped", "intact"), "matthews",
+                **_offline_task("word-order", _word_order_split, corpus, max_documents))
 
 
-def shuffled_words(max_documents: int | None = None, keep_ends: bool = False) -> Task:
+def shuffled_words(corpus: str, max_documents: int | None = None, keep_ends: bool = False) -> Task:
     """Single sentence: as written (1) or words shuffled (0); keep_ends: the first and the last word stay
     (the task `shuffled-inner-words`). See the module doc."""
     name = "shuffled-inner-words" if keep_ends else "shuffled-words"
     which = "inner words (all but the first and the last)" if keep_ends else "words"
     return Task(name, f"is the sentence as written, or were its {which} shuffled?",
-                "pydocs corpus (sentences of 6-14 words of each split's documents)", ("shuffled", "intact"),
+                f"{corpus} corpus (sentences of 6-14 words of each split's documents)",
+                ("shuffled", "intact"),
                 "accuracy", **_offline_task(name, partial(_shuffled_words_split, keep_ends=keep_ends),
-                                            max_documents))
+                                            corpus, max_documents))
 
 
-def next_sentence(max_documents: int | None = None) -> Task:
+def next_sentence(corpus: str, max_documents: int | None = None) -> Task:
     """Sentence pair: B follows A directly (1) or comes later in the same document (0). See the module doc."""
     return Task("next-sentence", "does sentence B directly follow A, or come later in the same document?",
-                "pydocs corpus (sentence pairs within each split's documents)", ("later", "next"), "accuracy",
-                **_offline_task("next-sentence", _next_sentence_split, max_documents))
+                f"{corpus} corpus (sentence pairs within each split's documents)", ("later", "next"),
+                "accuracy",
+                **_offline_task("next-sentence", _next_sentence_split, corpus, max_documents))
 
 
 OFFLINE_TASKS = {"word-order": word_order, "shuffled-words": shuffled_words,
@@ -426,11 +429,14 @@ def task_names() -> list[str]:
     return [*OFFLINE_TASKS, *GLUE]
 
 
-def load_task(name: str, max_documents: int | None = None, glue_dir: str | Path | None = None) -> Task:
-    """A task by name: offline tasks from the corpus (max_documents per split, as the scales cap it),
-    GLUE tasks from glue_dir (default: where download_glue puts them)."""
+def load_task(name: str, scale: Scale | None = None, glue_dir: str | Path | None = None) -> Task:
+    """A task by name: offline tasks from the scale's corpus (its max_documents per split), GLUE tasks
+    from glue_dir (default: where download_glue puts them)."""
     if name in OFFLINE_TASKS:
-        return OFFLINE_TASKS[name](max_documents)
+        if scale is None:
+            raise ValueError(f"task {name!r} is built from a scale's corpus: pass the Scale "
+                             "(minialbert.scale.current_scale())")
+        return OFFLINE_TASKS[name](scale.corpus, scale.max_documents)
     if name in GLUE:
         return load_glue(name, glue_dir if glue_dir is not None else default_glue_dir())
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(task_names())}")

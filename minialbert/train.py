@@ -101,7 +101,7 @@ class TrainArgs:
         """Defaults for a scale (batch size, steps, lr, warmup, eval cadence), with some changed."""
         base = dict(steps=s.pretrain_steps, batch_size=s.batch_size, lr=s.learning_rate,
                     warmup=s.warmup_steps, eval_every=s.eval_every, checkpoint_every=s.eval_every,
-                    optimizer=s.optimizer)
+                    optimizer=s.optimizer, eval_examples=s.eval_examples)
         steps = changes.get("steps", base["steps"])
         if "warmup" not in changes and isinstance(steps, int) and 0 <= steps < base["warmup"]:
             warnings.warn(f"the {s.name} scale's warmup of {base['warmup']} steps is longer than "

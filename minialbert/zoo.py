@@ -1,16 +1,23 @@
-"""The course model zoo: the named pretraining runs the replication lessons share, built once and cached.
+"""The course model zoo: the named pretraining runs the replication lessons share, shipped and cached.
 
 Every entry is the scale's ALBERT (or its BERT twin) trained with the scale's one recipe on the
 same data for the same number of steps; entries differ only in what their name says (objective,
 architecture, sharing, embedding size, seed, length-balanced pairs, a lesson's or a long budget),
-so any two of them can be compared. An entry is a
-normal run directory (config.json, metrics.jsonl, checkpoints/, evaluation.json) under
+so any two of them can be compared. An entry is a normal run directory (config.json, metrics.jsonl,
+checkpoints/, evaluation.json) named <name>-<key>, where key hashes the model config, the training
+arguments, the training data's key and RECIPE_VERSION. It lives in one of two places:
 
-    cache_dir()/zoo/<scale>/<name>-<key>
+    zoo/v<ZOO_FORMAT>/<scale>/<name>-<key>     shipped with the repository (course scale): weights
+                                               only, every file listed with its sha256 in the
+                                               folder's MANIFEST.json and checked when read
+    cache_dir()/zoo/<scale>/<name>-<key>       built here by `python -m minialbert zoo`
 
-where key hashes the model config, the training arguments, the training data and RECIPE_VERSION:
-a changed recipe trains a new entry, an unchanged one is reused, and a killed build resumes from
-the entry's last checkpoint. `python -m minialbert zoo` builds what is missing.
+`load` uses the shipped entry when its key matches the recipe, else the built one, and never trains
+silently: where neither exists it raises ZooEntryMissing, naming the command and its cost (only
+scales whose whole zoo takes seconds, `lessons_build_zoo`, build on demand, saying so). A changed
+recipe gets a new key, so it can never load stale weights. `zoo --rebuild NAME` retrains an entry
+from scratch and compares its weights with the shipped ones; `zoo --ship` copies built entries into
+the shipped folder.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +34,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .checkpoint import (
+    MANIFEST,
     STEP_DIR,
     load_checkpoint,
     newest_verified_checkpoint,
@@ -35,14 +44,18 @@ from .checkpoint import (
     run_lock,
 )
 from .config import AlbertConfig
-from .course import course_pretraining_data
-from .download import cache_dir, write_json
+from .course import course_pretraining_data, pretraining_data_key
+from .download import atomic_write, cache_dir, sha256_of, write_json
 from .evaluation import MLMBaselines, evaluate_pretraining
 from .model import AlbertForPretraining
 from .scale import Scale
 from .train import TrainArgs, pretrain
 
-RECIPE_VERSION = 2        # bump when a code change alters what the same settings train to
+RECIPE_VERSION = 3        # bump when a code change alters what the same settings train to
+ZOO_FORMAT = 1            # the shipped folder's layout (zoo/v<ZOO_FORMAT>/)
+SHIPPED_ROOT = Path(__file__).resolve().parents[1] / "zoo" / f"v{ZOO_FORMAT}"
+SHIPPED_MANIFEST = "MANIFEST.json"   # {"entries": {name: dir name}, "files": {path: sha256}, ...}
+ALL_CHECKPOINTS = ("albert-sop",)    # entries shipped with every checkpoint along training (lesson 06)
 # Arguments that only change how often a run reports or saves, not the weights it ends with.
 NOT_IN_KEY = ("eval_every", "eval_examples", "checkpoint_every", "keep_last")
 
@@ -115,14 +128,62 @@ def entry_args(e: Entry, scale: Scale) -> TrainArgs:
                                 checkpoint_every=eval_every, keep_last=scale.zoo_evals + 1)
 
 
-def entry_dir(e: Entry, scale: Scale) -> Path:
-    """Where the entry lives: its name and a key over everything that decides its weights."""
+class ZooEntryMissing(FileNotFoundError):
+    """A zoo entry is neither shipped for the scale's recipe nor built in the cache."""
+
+
+def entry_key(e: Entry, scale: Scale) -> str:
+    """<name>-<key>: the entry's name and a hash of everything that decides its weights."""
     args = {k: v for k, v in dataclasses.asdict(entry_args(e, scale)).items() if k not in NOT_IN_KEY}
-    data = course_pretraining_data(e.objective, "train", scale, e.balanced)
-    settings = {"config": entry_config(e, scale).to_dict(), "args": args, "data": data.checksum(),
-                "recipe": RECIPE_VERSION}
-    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
-    return cache_dir() / "zoo" / scale.name / f"{e.name}-{key}"
+    settings = {"config": entry_config(e, scale).to_dict(), "args": args, "recipe": RECIPE_VERSION,
+                "data": pretraining_data_key(e.objective, "train", scale, e.balanced)}
+    return f"{e.name}-{hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]}"
+
+
+def cache_entry_dir(e: Entry, scale: Scale) -> Path:
+    """Where `python -m minialbert zoo` builds the entry."""
+    return cache_dir() / "zoo" / scale.name / entry_key(e, scale)
+
+
+def shipped_entry_dir(e: Entry, scale: Scale) -> Path | None:
+    """The entry shipped with the repository for exactly this recipe (None: none is)."""
+    path = SHIPPED_ROOT / scale.name / entry_key(e, scale)
+    return path if path.is_dir() else None
+
+
+def entry_dir(e: Entry, scale: Scale) -> Path:
+    """Where the entry is read from: the shipped folder when it holds this recipe's entry, else the cache."""
+    return shipped_entry_dir(e, scale) or cache_entry_dir(e, scale)
+
+
+def verify_shipped(run_dir: Path) -> None:
+    """Check every file of a shipped entry against its folder's MANIFEST.json; a one-line error names a
+    damaged, missing or unlisted file."""
+    manifest_path = run_dir.parent / SHIPPED_MANIFEST
+    try:
+        files = json.loads(manifest_path.read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"zoo manifest {manifest_path} is missing or damaged ({e}); restore the zoo/ "
+                         "folder from the repository (git checkout -- zoo)") from None
+    listed = {p for p in files if p.startswith(run_dir.name + "/")}
+    present = {str(p.relative_to(run_dir.parent)) for p in run_dir.rglob("*") if p.is_file()}
+    for path in sorted(listed | present):
+        if path not in files:
+            raise ValueError(f"zoo file {run_dir.parent / path} is not in {manifest_path}; remove it or "
+                             "restore the zoo/ folder (git checkout -- zoo)")
+        if path not in present or sha256_of(run_dir.parent / path) != files[path]:
+            state = "missing" if path not in present else "damaged (its sha256 differs from the manifest)"
+            raise ValueError(f"zoo file {run_dir.parent / path} is {state}; restore it with "
+                             "`git checkout -- zoo`, or rebuild the entry with "
+                             f"`python -m minialbert zoo --rebuild {run_dir.name.rsplit('-', 1)[0]}`")
+
+
+def _readable_dir(name: str, scale: Scale) -> Path:
+    """The entry's directory, verified if shipped."""
+    if (shipped := shipped_entry_dir(entry(name), scale)) is not None:
+        verify_shipped(shipped)
+        return shipped
+    return cache_entry_dir(entry(name), scale)
 
 
 def _steps_done(run_dir: Path) -> int:
@@ -132,11 +193,17 @@ def _steps_done(run_dir: Path) -> int:
 
 
 def status(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
-    """One row per entry: name, steps done of total, built or not, and the estimated minutes left."""
+    """One row per entry: name, steps done of total, its state (shipped, built, partial or missing) and
+    the estimated minutes left."""
     rows = []
     for name in names or ENTRIES:
         e = entry(name)
-        run_dir, steps = entry_dir(e, scale), entry_args(e, scale).steps
+        steps = entry_args(e, scale).steps
+        if (shipped := shipped_entry_dir(e, scale)) is not None:     # verified when read
+            rows.append({"name": name, "state": "shipped", "steps_done": steps, "steps": steps,
+                         "minutes_left": 0.0, "dir": str(shipped), "about": e.about})
+            continue
+        run_dir = cache_entry_dir(e, scale)
         done = _steps_done(run_dir)
         state = "built" if done >= steps and (run_dir / "evaluation.json").exists() else (
             "partial" if done else "missing")
@@ -147,22 +214,34 @@ def status(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
     return rows
 
 
+def available(row: dict) -> bool:
+    return row["state"] in ("shipped", "built")
+
+
 def load(name: str, scale: Scale, progress: bool = True,
          callbacks: Iterable[Callable[[dict], None]] = ()) -> AlbertForPretraining:
-    """The trained model of a zoo entry, in eval mode; trains (or finishes) it first if needed.
+    """The trained model of a zoo entry, in eval mode: shipped (verified) or built.
 
-    Never trains anything but the named entry with the scale's recipe: the run directory's key
-    guarantees the loaded weights come from exactly those settings.
+    Never trains silently: an entry that is neither raises ZooEntryMissing with the command that
+    builds it and its cost, except at scales whose entries take seconds (scale.lessons_build_zoo),
+    which build it here and say so. The key in the directory name guarantees the weights come from
+    exactly the scale's recipe.
     """
     e = entry(name)
-    run_dir = entry_dir(e, scale)
     row = status(scale, [name])[0]
-    if row["state"] != "built":
+    if not available(row):
+        command = f"python -m minialbert zoo --only {name}" + ("" if scale.name == "course" else
+                                                               f" --scale {scale.name}")
+        if not scale.lessons_build_zoo:
+            raise ZooEntryMissing(
+                f"zoo entry {name!r} ({scale.name} scale) is neither shipped for this recipe nor built "
+                f"({row['state']}, {row['steps_done']}/{row['steps']} steps); `{command}` trains it "
+                f"({_minutes(row['minutes_left'])})")
         print(f"zoo entry {name!r} ({scale.name} scale) is {row['state']}: training "
               f"{row['steps'] - row['steps_done']} steps ({_minutes(row['minutes_left'])}); "
-              f"cached in {run_dir}", flush=True)
-        _train(e, scale, run_dir, progress, callbacks)
-    return load_checkpoint(newest_verified_checkpoint(run_dir))
+              f"cached in {row['dir']}", flush=True)
+        _train(e, scale, cache_entry_dir(e, scale), progress, callbacks)
+    return load_checkpoint(newest_verified_checkpoint(_readable_dir(name, scale)))
 
 
 def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
@@ -187,7 +266,7 @@ def _minutes(minutes: float | None) -> str:
 
 def evaluation(name: str, scale: Scale) -> dict:
     """The held-out evaluation (with baselines) written when the entry was built."""
-    path = entry_dir(entry(name), scale) / "evaluation.json"
+    path = _readable_dir(name, scale) / "evaluation.json"
     if not path.exists():
         raise FileNotFoundError(f"zoo entry {name!r} is not built at {scale.name} scale; run "
                                 f"`python -m minialbert zoo --only {name}`")
@@ -200,20 +279,20 @@ def evaluation(name: str, scale: Scale) -> dict:
 
 def checkpoints(name: str, scale: Scale) -> dict[int, Path]:
     """step -> checkpoint directory of every checkpoint the entry has kept (one per evaluation), in order."""
-    root = entry_dir(entry(name), scale) / "checkpoints"
+    root = _readable_dir(name, scale) / "checkpoints"
     found = {int(p.name.removeprefix("step-")): p for p in root.glob("step-*") if STEP_DIR.fullmatch(p.name)}
     return dict(sorted(found.items()))
 
 
 def metrics(name: str, scale: Scale) -> list[dict]:
     """The entry's metrics.jsonl records (train steps and held-out evaluations)."""
-    return read_metrics(entry_dir(entry(name), scale))
+    return read_metrics(_readable_dir(name, scale))
 
 
 def build(names: Sequence[str] | None, scale: Scale,
           progress: bool = True) -> list[dict]:
     """Build every missing entry (or those named), one after another, with one progress bar."""
-    todo = [r for r in status(scale, names) if r["state"] != "built"]
+    todo = [r for r in status(scale, names) if not available(r)]
     total = sum(r["steps"] - r["steps_done"] for r in todo)
     with tqdm(total=total, disable=not progress, desc=f"zoo ({scale.name})", unit="step") as bar:
         for row in todo:
@@ -225,16 +304,81 @@ def build(names: Sequence[str] | None, scale: Scale,
     return summary(scale, names)
 
 
+def rebuild(name: str, scale: Scale, progress: bool = True) -> dict:
+    """Retrain an entry from scratch in the cache (a built one is moved aside first) and compare its
+    final weights with the shipped entry's: {"name", "sha256", "shipped_sha256", "identical"}."""
+    e = entry(name)
+    run_dir = cache_entry_dir(e, scale)
+    if run_dir.exists():
+        old = run_dir.with_name(f"{run_dir.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
+        run_dir.rename(old)
+        print(f"moved the built {name} aside to {old}", flush=True)
+    _train(e, scale, run_dir, progress)
+    mine = sha256_of(newest_verified_checkpoint(run_dir) / "model.safetensors")
+    shipped = shipped_entry_dir(e, scale)
+    theirs = sha256_of(newest_verified_checkpoint(shipped) / "model.safetensors") if shipped else None
+    return {"name": name, "sha256": mine, "shipped_sha256": theirs, "identical": mine == theirs}
+
+
+def ship(names: Sequence[str] | None, scale: Scale) -> Path:
+    """Copy built entries into the shipped folder (weights only: no optimizer state; only the final
+    checkpoint except for ALL_CHECKPOINTS entries) and rewrite its MANIFEST.json. Entries of other
+    keys (an older recipe) are removed from the folder. Returns the folder."""
+    import torch
+
+    folder = SHIPPED_ROOT / scale.name
+    rows = status(scale, names)
+    unbuilt = [r["name"] for r in rows if r["state"] != "built" and r["state"] != "shipped"]
+    if unbuilt:
+        raise ZooEntryMissing(f"cannot ship entries that are not built: {', '.join(unbuilt)}; build them "
+                              "with `python -m minialbert zoo` first")
+    folder.mkdir(parents=True, exist_ok=True)
+    keep = {entry_key(entry(r["name"]), scale) for r in status(scale)}
+    for old in folder.iterdir():
+        if old.is_dir() and old.name not in keep:
+            shutil.rmtree(old)
+    for row in rows:
+        if row["state"] == "shipped":
+            continue
+        source, target = Path(row["dir"]), folder / Path(row["dir"]).name
+        tmp = target.with_name(target.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for name in ("config.json", "train_args.json", "metrics.jsonl", "evaluation.json"):
+            shutil.copy2(source / name, tmp / name)
+        kept = [p for p in sorted((source / "checkpoints").glob("step-*")) if STEP_DIR.fullmatch(p.name)]
+        if row["name"] not in ALL_CHECKPOINTS:
+            kept = kept[-1:]
+        for ckpt in kept:
+            (tmp / "checkpoints" / ckpt.name).mkdir(parents=True)
+            files = {}
+            for name in ("model.safetensors", "config.json", "trainer_state.json"):
+                shutil.copy2(ckpt / name, tmp / "checkpoints" / ckpt.name / name)
+                files[name] = sha256_of(ckpt / name)
+            write_json(tmp / "checkpoints" / ckpt.name / MANIFEST, files)
+        atomic_write(tmp / "checkpoints" / "latest", kept[-1].name.encode())
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+    entries = {name: entry_key(entry(name), scale) for name in ENTRIES
+               if (folder / entry_key(entry(name), scale)).is_dir()}
+    files = {str(p.relative_to(folder)): sha256_of(p) for key in sorted(entries.values())
+             for p in sorted((folder / key).rglob("*")) if p.is_file()}
+    write_json(folder / SHIPPED_MANIFEST, {"format": ZOO_FORMAT, "scale": scale.name,
+                                           "recipe": RECIPE_VERSION, "torch": torch.__version__,
+                                           "entries": entries, "files": files})
+    return folder
+
+
 def summary(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
     """Built entries' held-out numbers: [MASK] accuracy, all predicted, sentence task, minutes trained."""
     rows = []
     for row in status(scale, names):
-        if row["state"] != "built":
+        if not available(row):
             rows.append({"name": row["name"], "state": row["state"]})
             continue
         ev = evaluation(row["name"], scale)
         train_seconds = max((r["seconds"] for r in metrics(row["name"], scale) if "seconds" in r), default=0)
-        rows.append({"name": row["name"], "state": "built", "steps": row["steps"],
+        rows.append({"name": row["name"], "state": row["state"], "steps": row["steps"],
                      "minutes": train_seconds / 60, "mask_accuracy": ev["mlm"]["mask"],
                      "all_accuracy": ev["mlm"]["all"], "neighbour_mask": ev["baselines"]["neighbour"]["mask"],
                      "unigram_mask": ev["baselines"]["unigram"]["mask"], "sentence": ev.get("sentence")})
@@ -248,7 +392,7 @@ def format_summary(rows: list[dict]) -> str:
     lines = [f"{'entry':22s} {'minutes':>7s} {'[MASK] acc':>20s} {'neighbour':>8s} {'all predicted':>20s} "
              f"{'sentence task (pred. class 1)':>32s}"]
     for r in rows:
-        if r["state"] != "built":
+        if not available(r):
             lines.append(f"{r['name']:22s} {r['state']}")
             continue
         s = r["sentence"]

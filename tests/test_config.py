@@ -107,7 +107,7 @@ def test_bert_twins_differ_only_in_sharing_and_embedding():
 
 
 def test_every_scale_preset_reads_the_scale_sequences_and_vocabulary():
-    from minialbert.corpus import PACKAGES
+    from minialbert.corpus import documents
     from minialbert.scale import SCALES
 
     for scale in SCALES.values():
@@ -115,4 +115,6 @@ def test_every_scale_preset_reads_the_scale_sequences_and_vocabulary():
             cfg = AlbertConfig.preset(preset)
             assert cfg.max_position_embeddings >= scale.max_seq_len, (scale.name, preset)
             assert cfg.vocab_size == scale.vocab_size, (scale.name, preset)
-        assert set(scale.packages) <= set(PACKAGES) and 0 < scale.warmup_steps <= scale.pretrain_steps
+        assert scale.corpus in ("course", "pydocs") and 0 < scale.warmup_steps <= scale.pretrain_steps
+    with pytest.raises(ValueError, match="unknown corpus"):
+        documents("no-such-corpus")

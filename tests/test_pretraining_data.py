@@ -1,6 +1,5 @@
 """ALBERT's pretraining examples: n-gram masking, SOP/NSP/MLM segments, caching and collation."""
 
-import dataclasses
 import random
 from collections import Counter
 
@@ -24,7 +23,7 @@ from minialbert.pretraining_data import (
     make_dataloader,
     unmasked_ids,
 )
-from minialbert.scale import SCALES, current_scale
+from minialbert.scale import SCALES
 from minialbert.tokenizer import CLS_ID, MASK_ID, PAD_ID, SEP_ID, Tokenizer
 
 SPECIALS = set(range(5))
@@ -383,34 +382,16 @@ def test_course_pretraining_data_wires_scale_corpus_and_tokenizer(tiny_tokenizer
                                                                    tmp_path):
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     calls = []
-    monkeypatch.setattr("minialbert.course.pydocs_documents",
-                        lambda split, max_documents: calls.append((split, max_documents)) or documents)
+    monkeypatch.setattr("minialbert.course.documents",
+                        lambda corpus, split, max_documents: calls.append((corpus, split, max_documents))
+                        or documents)
     monkeypatch.setattr("minialbert.course.course_tokenizer", lambda scale: tiny_tokenizer[0])
-    ds = course_pretraining_data("nsp", "valid", SCALES["ci"])
-    ci = current_scale("ci")
-    assert calls == [("valid", ci.max_documents)]
-    assert ds.objective == "nsp" and ds.max_seq_len == ci.max_seq_len
-    fresh = build_examples(documents, tiny_tokenizer[0], "nsp", ci.max_seq_len, COURSE_SEED,
-                           dupe_factor=ci.dupe_factor, cache=False)
-    _assert_same(fresh, ds)
-
-
-def test_course_pretraining_data_adds_the_scale_packages_to_the_train_split_only(tiny_tokenizer, documents,
-                                                                                monkeypatch, tmp_path):
-    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
-    package_docs = [Document("pkg.module", ("A package sentence that only the train split may see.",
-                                            "Another sentence from the package's docstrings."))]
-    asked = []
-    monkeypatch.setattr("minialbert.course.pydocs_documents",
-                        lambda split, max_documents: documents)
-    monkeypatch.setattr("minialbert.course.package_documents",
-                        lambda split, packages: asked.append((split, packages)) or package_docs)
-    monkeypatch.setattr("minialbert.course.course_tokenizer", lambda scale: tiny_tokenizer[0])
-    scale = dataclasses.replace(current_scale("ci"), packages=("pkg",))
-    train, valid = (course_pretraining_data("mlm", split, scale) for split in ("train", "valid"))
-    assert asked == [("train", ("pkg",))]                      # held-out text stays the stdlib's
-    with_package = build_examples(documents + package_docs, tiny_tokenizer[0], "mlm", scale.max_seq_len,
-                                  COURSE_SEED, dupe_factor=scale.dupe_factor, cache=False)
-    _assert_same(with_package, train)
-    _assert_same(build_examples(documents, tiny_tokenizer[0], "mlm", scale.max_seq_len, COURSE_SEED,
-                                dupe_factor=scale.dupe_factor, cache=False), valid)
+    for name in ("ci", "course"):
+        scale = SCALES[name]
+        ds = course_pretraining_data("nsp", "valid", scale)
+        assert calls.pop() == (scale.corpus, "valid", scale.max_documents)   # the scale's own corpus
+        assert ds.objective == "nsp" and ds.max_seq_len == scale.max_seq_len
+        fresh = build_examples(documents, tiny_tokenizer[0], "nsp", scale.max_seq_len, COURSE_SEED,
+                               dupe_factor=scale.dupe_factor, cache=False)
+        _assert_same(fresh, ds)
+    assert SCALES["ci"].corpus == "pydocs" and SCALES["course"].corpus == "course"

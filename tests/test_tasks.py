@@ -14,6 +14,7 @@ from minialbert import tasks
 from minialbert.__main__ import main
 from minialbert.corpus import pydocs_documents
 from minialbert.download import DownloadError
+from minialbert.scale import SCALES
 from minialbert.tasks import (
     Example,
     PinnedFile,
@@ -23,17 +24,18 @@ from minialbert.tasks import (
     load_task,
 )
 
-MAX_DOCUMENTS = 300          # the ci scale's cap
+CI = SCALES["ci"]             # the embedded corpus, 300 documents per split
+MAX_DOCUMENTS = CI.max_documents
 
 
 @pytest.fixture(scope="module", params=["word-order", "shuffled-words", "shuffled-inner-words",
                                         "next-sentence"])
 def task(request):
-    return load_task(request.param, MAX_DOCUMENTS)
+    return load_task(request.param, CI)
 
 
 def test_deterministic(task):
-    again = load_task(task.name, MAX_DOCUMENTS)
+    again = load_task(task.name, CI)
     for split in tasks.SPLITS:
         assert task.split(split) == again.split(split)
 
@@ -61,7 +63,7 @@ def test_no_held_out_sentence_occurs_in_a_training_document(task):
 
 
 def test_word_order_classes_hold_the_same_words():
-    task = load_task("word-order", MAX_DOCUMENTS)
+    task = load_task("word-order", CI)
     originals = {s for d in pydocs_documents("train", MAX_DOCUMENTS) for s in d.sentences}
     intact = [ex.text_a for ex in task.train if ex.label == 1]
     swapped = [ex.text_a for ex in task.train if ex.label == 0]
@@ -77,7 +79,7 @@ def test_word_order_classes_hold_the_same_words():
 
 @pytest.mark.parametrize("name", ["shuffled-words", "shuffled-inner-words"])
 def test_shuffled_words_keep_the_words(name):
-    task = load_task(name, MAX_DOCUMENTS)
+    task = load_task(name, CI)
     originals = {s for d in pydocs_documents("train", MAX_DOCUMENTS) for s in d.sentences}
     by_words = {tuple(sorted(s.split())) for s in originals}
     ends = {(s.split()[0], s.split()[-1]) for s in originals}
@@ -103,7 +105,7 @@ def test_shuffle_words():
 
 
 def test_next_sentence_pairs_come_from_one_document():
-    task = load_task("next-sentence", MAX_DOCUMENTS)
+    task = load_task("next-sentence", CI)
     places = {}                                  # sentence -> [(document, position)]: some repeat
     for d in pydocs_documents("train", MAX_DOCUMENTS):
         for i, s in enumerate(d.sentences):

@@ -2,6 +2,8 @@
 deterministic training, the cached course tokenizer and clear errors for bad model files. The WordPiece
 tokenizer: the same ids and pairs as transformers' BertTokenizer, and clear errors for bad vocab.txt files."""
 
+import dataclasses
+import hashlib
 import io
 import os
 import random
@@ -268,3 +270,47 @@ def test_wordpiece_bad_vocab_files(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00 not text")
     with pytest.raises(ValueError, match="binary.txt: not a WordPiece vocabulary"):
         WordPieceTokenizer.load(binary)
+
+
+def test_shipped_tokenizer_is_the_recorded_file_trained_on_the_recorded_corpus(monkeypatch):
+    from minialbert.corpus import COURSE_CORPUS_SHA256
+    from minialbert.course import SHIPPED_TOKENIZERS, shipped_tokenizer_path
+    from minialbert.scale import SCALES
+
+    assert ("course", SCALES["course"].vocab_size) in SHIPPED_TOKENIZERS
+    for (corpus, _), (_, corpus_digest) in SHIPPED_TOKENIZERS.items():
+        assert corpus == "course" and corpus_digest == COURSE_CORPUS_SHA256   # a new corpus needs a retrain
+    scale = SCALES["course"]
+    path = shipped_tokenizer_path(scale)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == SHIPPED_TOKENIZERS["course", 4000][0]
+    # the course scale loads it without reading (or building) the corpus
+    monkeypatch.setattr("minialbert.course.documents", lambda *a: pytest.fail("the corpus was read"))
+    tok = course_tokenizer(scale)
+    assert tok.vocab_size == scale.vocab_size == 4000
+    text = "The model returns a list of strings."
+    assert tok.decode(tok.encode(text)) == text.lower()
+    assert shipped_tokenizer_path(dataclasses.replace(scale, max_documents=10)) is None   # a sample: trained
+
+
+def test_a_damaged_or_missing_shipped_tokenizer_is_a_one_line_error(monkeypatch, tmp_path):
+    from minialbert.scale import SCALES
+
+    monkeypatch.setattr("minialbert.course.SHIPPED_DIR", tmp_path)
+    with pytest.raises(ValueError, match=r"course-4000.model is missing .*restore it"):
+        course_tokenizer(SCALES["course"])
+    (tmp_path / "course-4000.model").write_bytes(b"\x00not a model")
+    with pytest.raises(ValueError, match=r"course-4000.model is damaged"):
+        course_tokenizer(SCALES["course"])
+
+
+def test_retraining_the_shipped_tokenizer_gives_the_same_bytes():
+    """Needs the course corpus (a download and minutes of parsing): runs where it is already built,
+    e.g. after `make figures`; `python -m minialbert tokenizer --verify` is the same check."""
+    from minialbert.corpus import course_corpus_cached
+    from minialbert.course import SHIPPED_TOKENIZERS, train_course_tokenizer
+    from minialbert.scale import SCALES
+
+    if not course_corpus_cached():
+        pytest.skip("the course corpus is not built here (python -m minialbert.corpus builds it)")
+    retrained = train_course_tokenizer(SCALES["course"]).model_proto
+    assert hashlib.sha256(retrained).hexdigest() == SHIPPED_TOKENIZERS["course", 4000][0]

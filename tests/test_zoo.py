@@ -240,3 +240,76 @@ def test_a_second_process_never_disturbs_a_build_in_progress(done, tmp_path):
     finally:
         shutil.rmtree(run_dir)
         shutil.copytree(saved, run_dir)
+
+
+# ------------------------------------------------------------------ the shipped zoo (issue 31)
+
+def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkeypatch, capsys):
+    zoo.build(["albert-sop", "albert-nsp"], SCALE, progress=False)
+    built = {n: zoo.load(n, SCALE).state_dict() for n in ("albert-sop", "albert-nsp")}
+    monkeypatch.setattr(zoo, "SHIPPED_ROOT", tmp_path / "zoo" / "v1")
+    folder = zoo.ship(["albert-sop", "albert-nsp"], SCALE)
+    manifest = json.loads((folder / zoo.SHIPPED_MANIFEST).read_text())
+    assert set(manifest["entries"]) == {"albert-sop", "albert-nsp"}
+    assert not any(p.endswith("optimizer.pt") for p in manifest["files"])          # weights only
+    steps = {n: sorted(p.split("/")[2] for p in manifest["files"] if p.startswith(manifest["entries"][n])
+                       and p.endswith("model.safetensors")) for n in ("albert-sop", "albert-nsp")}
+    assert steps == {"albert-sop": ["step-000002", "step-000004"], "albert-nsp": ["step-000004"]}
+    # a reader with an empty cache: the shipped entries are there, loaded without training
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "empty-cache"))
+    rows = {r["name"]: r["state"] for r in zoo.status(SCALE, ["albert-sop", "albert-nsp", "albert-mlm"])}
+    assert rows == {"albert-sop": "shipped", "albert-nsp": "shipped", "albert-mlm": "missing"}
+    for name, state in built.items():
+        loaded = zoo.load(name, SCALE, progress=False).state_dict()
+        assert all(torch.equal(loaded[k], v) for k, v in state.items())
+    assert "training" not in capsys.readouterr().out
+    assert list(zoo.checkpoints("albert-sop", SCALE)) == [2, 4]
+    assert zoo.evaluation("albert-nsp", SCALE)["sentence"]["task"] == "nsp"
+    assert zoo.summary(SCALE, ["albert-sop"])[0]["state"] == "shipped"
+    # a damaged, missing or unlisted file is a one-line error naming it
+    entry_dir = zoo.entry_dir(zoo.entry("albert-nsp"), SCALE)
+    weights = entry_dir / "checkpoints" / "step-000004" / "model.safetensors"
+    original = weights.read_bytes()
+    flip_last_bytes(weights)
+    with pytest.raises(ValueError, match=r"zoo file .*step-000004/model.safetensors is damaged"):
+        zoo.load("albert-nsp", SCALE)
+    weights.write_bytes(original)
+    (entry_dir / "notes.txt").write_text("stray")
+    with pytest.raises(ValueError, match=r"notes.txt is not in .*MANIFEST.json"):
+        zoo.evaluation("albert-nsp", SCALE)
+    (entry_dir / "notes.txt").unlink()
+    (entry_dir / "metrics.jsonl").unlink()
+    with pytest.raises(ValueError, match=r"metrics.jsonl is missing; restore it"):
+        zoo.metrics("albert-nsp", SCALE)
+    assert not (tmp_path / "empty-cache" / "zoo").exists()          # nothing was ever trained
+
+
+def test_a_missing_entry_is_never_trained_silently(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    course_like = dataclasses.replace(SCALE, lessons_build_zoo=False, step_seconds=0.5)
+    with pytest.raises(zoo.ZooEntryMissing, match=r"'albert-mlm' \(ci scale\) is neither shipped .* "
+                                                   r"`python -m minialbert zoo --only albert-mlm --scale ci` "
+                                                   r"trains it \(about 0 min on 2 cores\)"):
+        zoo.load("albert-mlm", course_like)
+    assert not (tmp_path / "zoo").exists()                                     # nothing was trained
+
+
+def test_an_entry_rebuilt_in_fresh_caches_has_the_same_bytes(tmp_path, monkeypatch):
+    """Bit-reproducible: the same entry built twice, each time from an empty cache (corpus, tokenizer,
+    data and training all redone), gives weights with the same sha256; rebuild() says so against the
+    shipped copy."""
+    from minialbert.download import sha256_of
+
+    digests = []
+    for attempt in ("first", "second"):
+        monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / attempt))
+        zoo.build(["albert-sop"], SCALE, progress=False)
+        final = zoo.checkpoints("albert-sop", SCALE)[4]
+        # trainer_state.json (and the manifest hashing it) records wall-clock seconds: not compared
+        digests.append({name: sha256_of(final / name) for name in ("model.safetensors", "config.json")})
+        digests[-1]["evaluation.json"] = sha256_of(final.parent.parent / "evaluation.json")
+    assert digests[0] == digests[1]
+    monkeypatch.setattr(zoo, "SHIPPED_ROOT", tmp_path / "zoo")
+    zoo.ship(["albert-sop"], SCALE)
+    result = zoo.rebuild("albert-sop", SCALE, progress=False)
+    assert result["identical"] and result["sha256"] == digests[0]["model.safetensors"]
