@@ -91,12 +91,17 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
     for name in [*(args.only or ()), *rebuild]:
         zoo.entry(name)                                  # unknown names fail before any work
     if rebuild:
+        differ = []
         for name in rebuild:
             r = zoo.rebuild(name, scale, progress=not args.quiet)
             verdict = ("no shipped entry to compare with" if r["shipped_sha256"] is None else
                        "identical to the shipped weights" if r["identical"] else
                        f"DIFFERS from the shipped weights (sha256 {r['shipped_sha256']})")
-            print(f"{name}: model.safetensors sha256 {r['sha256']}: {verdict}")
+            print(f"{name}: model.safetensors sha256 {r['sha256']}: {verdict}", flush=True)
+            differ += [name] if r["shipped_sha256"] not in (None, r["sha256"]) else []
+        if differ:
+            raise RuntimeError(f"rebuilt weights differ from the shipped ones for {', '.join(differ)} "
+                               "(the README's zoo section says what may differ between machines)")
         return
     if args.ship:
         print(f"shipped into {zoo.ship(args.only, scale)}")

@@ -314,3 +314,15 @@ def test_retraining_the_shipped_tokenizer_gives_the_same_bytes():
         pytest.skip("the course corpus is not built here (python -m minialbert.corpus builds it)")
     retrained = train_course_tokenizer(SCALES["course"]).model_proto
     assert hashlib.sha256(retrained).hexdigest() == SHIPPED_TOKENIZERS["course", 4000][0]
+
+
+def test_cli_says_where_the_tokenizer_comes_from(capsys, monkeypatch, tmp_path):
+    from minialbert.__main__ import main
+
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    assert main(["tokenizer", "--scale", "course"]) == 0
+    assert "course scale: 4,000 pieces, shipped at" in capsys.readouterr().out
+    assert main(["tokenizer", "--scale", "ci", "--verify"]) == 2
+    captured = capsys.readouterr()
+    assert "trained on the pydocs corpus and cached" in captured.out
+    assert "no tokenizer is shipped for the ci scale" in captured.err

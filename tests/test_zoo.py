@@ -313,3 +313,15 @@ def test_an_entry_rebuilt_in_fresh_caches_has_the_same_bytes(tmp_path, monkeypat
     zoo.ship(["albert-sop"], SCALE)
     result = zoo.rebuild("albert-sop", SCALE, progress=False)
     assert result["identical"] and result["sha256"] == digests[0]["model.safetensors"]
+
+
+def test_cli_rebuild_retrains_from_scratch_and_compares(capsys):
+    from minialbert.__main__ import main
+
+    assert main(["zoo", "--scale", "ci", "--only", "albert-e16"]) == 0
+    built = zoo.entry_dir(zoo.entry("albert-e16"), SCALES["ci"])
+    capsys.readouterr()
+    assert main(["zoo", "--scale", "ci", "--rebuild", "albert-e16"]) == 0
+    out = capsys.readouterr().out
+    assert f"moved the built albert-e16 aside to {built}.replaced-" in out
+    assert "no shipped entry to compare with" in out and built.is_dir()
