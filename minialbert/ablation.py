@@ -76,11 +76,15 @@ def joined(first: PretrainingDataset, second: PretrainingDataset) -> Pretraining
                          f"{second.objective}/{second.max_seq_len} one")
     labels = (None if first.sentence_labels is None
               else torch.cat([first.sentence_labels, second.sentence_labels]))
+    documents = None                  # the second's documents numbered after the first's: never merged
+    if first.document_ids is not None and second.document_ids is not None:
+        after = int(first.document_ids.max()) + 1 if len(first) else 0
+        documents = torch.cat([first.document_ids, second.document_ids + after])
     return PretrainingDataset(torch.cat([first.input_ids, second.input_ids]),
                               torch.cat([first.token_type_ids, second.token_type_ids]),
                               torch.cat([first.mlm_labels, second.mlm_labels]),
                               torch.cat([first.offsets, second.offsets[1:] + first.offsets[-1]]),
-                              labels, first.objective, first.max_seq_len)
+                              labels, first.objective, first.max_seq_len, documents)
 
 
 def sampled(dataset: PretrainingDataset, max_examples: int | None, seed: int = 0) -> PretrainingDataset:
@@ -93,9 +97,10 @@ def sampled(dataset: PretrainingDataset, max_examples: int | None, seed: int = 0
     pieces = [slice(bounds[i], bounds[i + 1]) for i in at]
     offsets = torch.cat([dataset.offsets[:1], dataset.lengths[at].cumsum(0).to(dataset.offsets.dtype)])
     labels = None if dataset.sentence_labels is None else dataset.sentence_labels[at]
+    documents = None if dataset.document_ids is None else dataset.document_ids[at]
     return PretrainingDataset(*(torch.cat([t[p] for p in pieces]) for t in
                                 (dataset.input_ids, dataset.token_type_ids, dataset.mlm_labels)),
-                              offsets, labels, dataset.objective, dataset.max_seq_len)
+                              offsets, labels, dataset.objective, dataset.max_seq_len, documents)
 
 
 def heldout(objective: str, scale: Scale) -> PretrainingDataset:

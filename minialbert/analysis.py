@@ -64,14 +64,33 @@ class LayerTransitions:
     standardize: bool
 
     def to_dict(self) -> dict:
-        """The fields plus each curve's total variation, ready for JSON."""
+        """The fields plus each curve's total variation and oscillation, ready for JSON."""
         totals = {key: total_variation(getattr(self, key)) for key in ("l2", "angle")}
-        return asdict(self) | {"total_variation": totals}
+        swings = {key: oscillation(getattr(self, key)) for key in ("l2", "angle")}
+        return asdict(self) | {"total_variation": totals, "oscillation": swings}
 
 
 def total_variation(values: Sequence[float]) -> float:
-    """sum over l of |v_(l+1) - v_l|: 0 for a flat curve, large for a jagged one."""
+    """sum over l of |v_(l+1) - v_l|. For a monotone curve it is just the range (last - first), so it
+    measures how far a curve travels, not whether it is smooth: use oscillation for that."""
     return float(sum(abs(b - a) for a, b in zip(values, values[1:])))
+
+
+def oscillation(values: Sequence[float]) -> dict:
+    """How much a layer-wise curve goes up and down (the paper: BERT's transitions oscillate, ALBERT's
+    change smoothly), defined before any number is read:
+
+        sign_changes       how often the layer-to-layer difference d_l = v_(l+1) - v_l changes sign
+                           (d_l * d_(l+1) < 0): 0 for any monotone curve, L - 2 for a full zig-zag
+        second_difference  sum over l of |v_(l+1) - 2 v_l + v_(l-1)|, per step of the curve's own range
+                           (0 for a straight line; a reversal across the whole range scores 2; a
+                           curve that bends one way only, like a steady fall that flattens, at most 1)
+    """
+    diffs = [b - a for a, b in zip(values, values[1:])]
+    changes = sum(1 for a, b in zip(diffs, diffs[1:]) if a * b < 0)
+    spread = max(values) - min(values) if values else 0.0
+    bends = sum(abs(b - a) for a, b in zip(diffs, diffs[1:]))
+    return {"sign_changes": changes, "second_difference": float(bends / spread) if spread else 0.0}
 
 
 def _encoder(model: nn.Module) -> nn.Module:

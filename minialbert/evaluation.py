@@ -11,8 +11,13 @@ so every MLM accuracy here is split by kind, and stands beside baselines compute
 positions that see what the model sees: `unigram` (always the most frequent training token),
 `copy_or_unigram` (the shown token unless it is [MASK]) and `neighbour` (the token seen most often
 between the same left and right neighbours in the training text). Sentence tasks report the share
-of each predicted class, so a constant predictor is visible at a glance. Every figure carries a 95%
-Wilson interval and the size of the set it comes from.
+of each predicted class, so a constant predictor is visible at a glance.
+
+Every figure carries a 95% interval and the size of the set it comes from. Held-out examples are cut
+from a few hundred documents, several examples and many positions per document, and those are not
+independent draws: where the data name each example's document, `ci95` is a bootstrap interval
+that resamples whole documents (`clustered_proportion`, with the number of documents), and the
+Wilson interval, right only for independent items, is kept beside it as `wilson95`.
 """
 
 from __future__ import annotations
@@ -46,6 +51,34 @@ def proportion(successes: int, n: int) -> dict:
     """{"accuracy", "ci95", "n"}: a proportion with its interval and the size of its set (None if n = 0)."""
     lo, hi = wilson_interval(successes, n)
     return {"accuracy": successes / n if n else None, "ci95": [lo, hi], "n": int(n)}
+
+
+def clustered_interval(hits: torch.Tensor, clusters: torch.Tensor, reps: int = 2000,
+                       seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of a proportion whose items come in clusters (documents):
+    each replicate draws as many clusters as there are, with replacement, and pools their items.
+    When items within a cluster are perfectly correlated it is about as wide as a Wilson interval
+    over the clusters; when every item is its own cluster, about as wide as one over the items."""
+    _, cluster = torch.unique(clusters, return_inverse=True)
+    n_clusters = int(cluster.max()) + 1
+    hits_per = torch.bincount(cluster, weights=hits.double(), minlength=n_clusters)          # (D,)
+    items_per = torch.bincount(cluster, minlength=n_clusters).double()                      # (D,)
+    draws = torch.randint(n_clusters, (reps, n_clusters), generator=torch.Generator().manual_seed(seed))
+    rates = hits_per[draws].sum(1) / items_per[draws].sum(1)                                 # (reps,)
+    lo, hi = torch.quantile(rates, torch.tensor([0.025, 0.975], dtype=rates.dtype)).tolist()
+    return (lo, hi)
+
+
+def clustered_proportion(hits: torch.Tensor, clusters: torch.Tensor | None) -> dict:
+    """proportion() of boolean hits, with a document-resampling ci95 where clusters (one id per hit)
+    are given: {"accuracy", "ci95", "wilson95", "n", "documents"}."""
+    result = proportion(int(hits.sum()), hits.numel())
+    if clusters is None or hits.numel() == 0:
+        return result
+    result["wilson95"] = result["ci95"]
+    result["ci95"] = list(clustered_interval(hits, clusters))
+    result["documents"] = int(torch.unique(clusters).numel())
+    return result
 
 
 def position_kinds(input_ids: torch.Tensor, mlm_labels: torch.Tensor) -> torch.Tensor:
@@ -144,6 +177,8 @@ def evaluate_pretraining(model: nn.Module, dataset, baselines: MLMBaselines | No
     falls below the unigram's, unigram_mask_loss, before the accuracy moves), mlm[kind or "all"] =
     {accuracy, ci95, n}, baselines[name][kind], and for a model with a sentence head and labelled
     data, sentence = {task, accuracy, ci95, n, predicted_shares, label_shares, chance, constant}.
+    Where the dataset names each example's document (document_ids), every ci95 resamples documents
+    and "documents" counts them (see clustered_proportion).
     """
     indices = evaluation_sample(dataset, max_examples, seed)
     was_training = model.training
@@ -151,6 +186,8 @@ def evaluate_pretraining(model: nn.Module, dataset, baselines: MLMBaselines | No
     device = next(model.parameters()).device
     kinds_all, hits_all, losses_all, guesses = [], [], [], {name: [] for name in BASELINES}
     sentence_pred, sentence_true = [], []
+    documents = getattr(dataset, "document_ids", None)
+    position_docs, example_docs = [], []         # the document of each predicted position / example
     for start in tqdm(range(0, len(indices), batch_size), disable=not progress, desc="evaluate"):
         batch = collate([dataset[i] for i in indices[start:start + batch_size]])
         on_device = {k: v.to(device) for k, v in batch.items()}
@@ -162,6 +199,10 @@ def evaluate_pretraining(model: nn.Module, dataset, baselines: MLMBaselines | No
         losses_all.append(nn.functional.cross_entropy(logits, targets, reduction="none"))
         kinds_all.append(position_kinds(batch["input_ids"], batch["mlm_labels"]))
         hits_all.append(logits.argmax(-1) == targets)
+        if documents is not None:
+            docs = documents[indices[start:start + batch_size]].long()                         # (B,)
+            example_docs.append(docs)
+            position_docs.append(docs.repeat_interleave((batch["mlm_labels"] != IGNORE_INDEX).sum(1)))
         if baselines is not None:
             for name, guess in baselines.predict(batch["input_ids"], batch["mlm_labels"]).items():
                 guesses[name].append(guess == targets)
@@ -172,33 +213,36 @@ def evaluate_pretraining(model: nn.Module, dataset, baselines: MLMBaselines | No
     kinds, hits, losses = torch.cat(kinds_all), torch.cat(hits_all), torch.cat(losses_all)
     if kinds.numel() == 0:
         raise ValueError("the evaluation set has no predicted (masked) positions")
+    docs = torch.cat(position_docs) if position_docs else None
     result = {"examples": len(indices), "of": len(dataset), "mlm_loss": losses.mean().item(),
-              "mask_loss": losses[kinds == 0].mean().item(), "mlm": _by_kind(hits, kinds)}
+              "mask_loss": losses[kinds == 0].mean().item(), "mlm": _by_kind(hits, kinds, docs)}
     if baselines is not None:
-        result["baselines"] = {name: _by_kind(torch.cat(g), kinds) for name, g in guesses.items()}
+        result["baselines"] = {name: _by_kind(torch.cat(g), kinds, docs) for name, g in guesses.items()}
         targets = torch.cat([dataset[i]["mlm_labels"] for i in indices])
         targets = targets[targets != IGNORE_INDEX]
         result["unigram_mask_loss"] = -baselines.unigram_log_probs[targets[kinds == 0]].mean().item()
     if sentence_pred:
         result["sentence"] = sentence_metrics(torch.cat(sentence_pred), torch.cat(sentence_true),
-                                              getattr(model, "sentence_task", None))
+                                              getattr(model, "sentence_task", None),
+                                              clusters=torch.cat(example_docs) if example_docs else None)
     return result
 
 
-def _by_kind(hits: torch.Tensor, kinds: torch.Tensor) -> dict:
-    out = {kind: proportion(int(hits[kinds == k].sum()), int((kinds == k).sum()))
+def _by_kind(hits: torch.Tensor, kinds: torch.Tensor, docs: torch.Tensor | None = None) -> dict:
+    out = {kind: clustered_proportion(hits[kinds == k], None if docs is None else docs[kinds == k])
            for k, kind in enumerate(KINDS)}
-    out["all"] = proportion(int(hits.sum()), hits.numel())
+    out["all"] = clustered_proportion(hits, docs)
     return out
 
 
 def sentence_metrics(predicted: torch.Tensor, labels: torch.Tensor, task: str | None = None,
-                     num_classes: int = 2) -> dict:
-    """Accuracy with its interval, the share of each predicted and true class, and chance."""
+                     num_classes: int = 2, clusters: torch.Tensor | None = None) -> dict:
+    """Accuracy with its interval (resampling clusters, one id per example, where given), the share of
+    each predicted and true class, and chance."""
     n = labels.numel()
     predicted_shares = (torch.bincount(predicted, minlength=num_classes).double() / n).tolist()
     label_shares = (torch.bincount(labels, minlength=num_classes).double() / n).tolist()
-    return {"task": task, **proportion(int((predicted == labels).sum()), n),
+    return {"task": task, **clustered_proportion(predicted == labels, clusters),
             "predicted_shares": predicted_shares, "label_shares": label_shares,
             "chance": max(label_shares), "constant": max(predicted_shares) == 1.0}
 

@@ -33,7 +33,7 @@ from .tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
 
 SHORT_SEQ_PROB = 0.1                    # how often an example aims at a random shorter length
 COURSE_SEED = 12345                     # the official script's default random_seed
-FORMAT_VERSION = 2                      # bump when the recipe changes: old caches stop matching
+FORMAT_VERSION = 3                      # bump when the recipe changes: old caches stop matching
 
 
 # ---------------------------------------------------------------------------------------------
@@ -45,6 +45,7 @@ class Segments(NamedTuple):
     a: list[int]                # first segment (token ids, no specials)
     b: list[int] | None         # second segment; None for single-segment (MLM-only) examples
     label: int | None           # SOP: 1 = swapped; NSP: 1 = B is from another document; mlm: None
+    document: int = 0           # index of the document A comes from (held-out intervals resample documents)
 
 
 def _target_length(rng: random.Random, max_tokens: int, short_seq_prob: float) -> int:
@@ -76,7 +77,7 @@ def sentence_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_l
     """
     max_tokens = max_seq_len - 3                # room for [CLS] A [SEP] B [SEP]
     pairs = []
-    for doc in documents:
+    for d, doc in enumerate(documents):
         chunk: list[Sequence[int]] = []
         target = _target_length(rng, max_tokens, short_seq_prob)
         for i, sentence in enumerate(doc):
@@ -90,7 +91,7 @@ def sentence_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_l
                 if swapped:
                     a, b = b, a
                 truncate_seq_pair(a, b, target, rng)
-                pairs.append(Segments(a, b, int(swapped)))
+                pairs.append(Segments(a, b, int(swapped), d))
             chunk = []
             target = _target_length(rng, max_tokens, short_seq_prob)
     return pairs
@@ -133,7 +134,7 @@ def next_sentence_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_le
                 else:
                     b, label = _flat(chunk[a_end:]), 0
                 truncate_seq_pair(a, b, target, rng)
-                pairs.append(Segments(a, b, label))
+                pairs.append(Segments(a, b, label, d))
             chunk = []
             target = _target_length(rng, max_tokens, short_seq_prob)
             i += 1
@@ -145,7 +146,7 @@ def single_segments(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: i
     """MLM only: runs of whole sentences filling [CLS] A [SEP], no sentence label."""
     max_tokens = max_seq_len - 2
     segments = []
-    for doc in documents:
+    for d, doc in enumerate(documents):
         chunk: list[Sequence[int]] = []
         target = _target_length(rng, max_tokens, short_seq_prob)
         for i, sentence in enumerate(doc):
@@ -154,7 +155,7 @@ def single_segments(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: i
                 continue
             a = _flat(chunk)
             truncate_seq_pair(a, [], target, rng)
-            segments.append(Segments(a, None, None))
+            segments.append(Segments(a, None, None, d))
             chunk = []
             target = _target_length(rng, max_tokens, short_seq_prob)
     return segments
@@ -195,12 +196,14 @@ class PretrainingDataset(Dataset):
     """Masked pretraining examples of one objective, stored as flat tensors plus offsets.
 
     Example i is positions offsets[i]:offsets[i+1] of the flat tensors; __getitem__ returns
-    unpadded 1-D LongTensors and, for nsp/sop, a scalar `sentence_label`.
+    unpadded 1-D LongTensors and, for nsp/sop, a scalar `sentence_label`. document_ids (E,), where
+    known, names the document each example's first segment comes from: examples of one document are
+    not independent, so held-out intervals resample documents (evaluation.clustered_proportion).
     """
 
     def __init__(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, mlm_labels: torch.Tensor,
                  offsets: torch.Tensor, sentence_labels: torch.Tensor | None, objective: str,
-                 max_seq_len: int) -> None:
+                 max_seq_len: int, document_ids: torch.Tensor | None = None) -> None:
         _check_objective(objective)
         n_tokens, n_examples = input_ids.numel(), offsets.numel() - 1
         if not (token_type_ids.numel() == mlm_labels.numel() == n_tokens):
@@ -216,6 +219,9 @@ class PretrainingDataset(Dataset):
                              "sentence_labels")
         if sentence_labels is not None and sentence_labels.numel() != n_examples:
             raise ValueError(f"{sentence_labels.numel()} sentence_labels for {n_examples} examples")
+        if document_ids is not None and document_ids.numel() != n_examples:
+            raise ValueError(f"{document_ids.numel()} document_ids for {n_examples} examples")
+        self.document_ids = document_ids
         self.input_ids, self.token_type_ids, self.mlm_labels = input_ids, token_type_ids, mlm_labels
         self.offsets, self.sentence_labels = offsets, sentence_labels
         self.objective, self.max_seq_len = objective, max_seq_len
@@ -250,6 +256,8 @@ class PretrainingDataset(Dataset):
                    "mlm_labels": self.mlm_labels, "offsets": self.offsets}
         if self.sentence_labels is not None:
             tensors["sentence_labels"] = self.sentence_labels
+        if self.document_ids is not None:
+            tensors["document_ids"] = self.document_ids
         return tensors
 
     def save(self, path: str | os.PathLike) -> None:
@@ -276,7 +284,7 @@ class PretrainingDataset(Dataset):
         try:
             return cls(tensors["input_ids"], tensors["token_type_ids"], tensors["mlm_labels"],
                        tensors["offsets"], tensors.get("sentence_labels"), meta["objective"],
-                       int(meta["max_seq_len"]))
+                       int(meta["max_seq_len"]), tensors.get("document_ids"))
         except (KeyError, ValueError) as e:
             raise ValueError(f"pretraining cache {path} is inconsistent ({e}); delete it to rebuild") from e
 
@@ -325,7 +333,7 @@ def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], 
     ids: list[int] = []
     types: list[int] = []
     labels: list[int] = []
-    offsets, sentence_labels = [0], []
+    offsets, sentence_labels, document_ids = [0], [], []
     for _ in range(dupe_factor):
         segments = SEGMENTERS[objective](documents, max_seq_len, rng, short_seq_prob)
         if balance_lengths:
@@ -338,12 +346,13 @@ def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], 
             labels += masked.mlm_labels
             types += [0] * (len(seg.a) + 2) + [1] * (len(tokens) - len(seg.a) - 2)
             offsets.append(len(ids))
+            document_ids.append(seg.document)
             if seg.label is not None:
                 sentence_labels.append(seg.label)
     return PretrainingDataset(torch.tensor(ids, dtype=torch.int32), torch.tensor(types, dtype=torch.uint8),
                               torch.tensor(labels, dtype=torch.int32), torch.tensor(offsets),
                               None if objective == "mlm" else torch.tensor(sentence_labels), objective,
-                              max_seq_len)
+                              max_seq_len, torch.tensor(document_ids, dtype=torch.int32))
 
 
 def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,

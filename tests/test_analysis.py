@@ -353,3 +353,20 @@ def test_plot_uses_the_paper_axes_when_asked():
         plt.close(ax_l2.figure)
     with pytest.raises(ValueError, match="at least one result"):
         plot_layer_transitions({})
+
+
+def test_oscillation_tells_a_smooth_curve_from_a_jagged_one_and_total_variation_does_not():
+    from minialbert.analysis import oscillation, total_variation
+
+    falling = [4.9, 3.0, 2.1, 1.6, 1.35]               # monotone and bent: the shape of a shared ALBERT
+    line = [1.0, 2.0, 3.0, 4.0, 5.0]
+    zigzag = [1.0, 3.0, 1.5, 3.2, 1.2, 3.1]           # up and down every layer
+    assert total_variation(falling) == pytest.approx(max(falling) - min(falling))   # TV = range here
+    assert oscillation(falling)["sign_changes"] == 0 and oscillation(line) == {"sign_changes": 0,
+                                                                               "second_difference": 0.0}
+    assert 0 < oscillation(falling)["second_difference"] < 1
+    assert oscillation(zigzag)["sign_changes"] == len(zigzag) - 2
+    assert oscillation(zigzag)["second_difference"] > len(zigzag) - 2             # over 1 per reversal
+    # rescaling a curve changes neither number (they read its shape, not its size)
+    assert oscillation([10 * v for v in zigzag]) == pytest.approx(oscillation(zigzag))
+    assert oscillation([2.0, 2.0, 2.0]) == {"sign_changes": 0, "second_difference": 0.0}

@@ -8,6 +8,7 @@ from torch import nn
 
 from minialbert.evaluation import (
     MLMBaselines,
+    clustered_interval,
     evaluate_pretraining,
     evaluation_sample,
     format_report,
@@ -133,3 +134,32 @@ def test_sentence_metrics_report_shares_and_chance():
     m = sentence_metrics(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1]), "nsp")
     assert m["accuracy"] == 0.75 and m["predicted_shares"] == [0.25, 0.75] and m["chance"] == 0.5
     assert not m["constant"] and m["task"] == "nsp"
+
+
+def test_a_clustered_interval_widens_to_the_number_of_documents():
+    """40 documents of 50 positions, each document all right or all wrong: the evidence is 40 draws,
+    not 2,000, and the interval must say so."""
+    hits = torch.tensor([d % 2 == 0 for d in range(40) for _ in range(50)])
+    docs = torch.arange(40).repeat_interleave(50)
+    lo, hi = clustered_interval(hits, docs)
+    per_doc = wilson_interval(20, 40)
+    per_position = wilson_interval(1000, 2000)
+    assert lo < 0.5 < hi
+    assert (hi - lo) > 4 * (per_position[1] - per_position[0])                     # not 2,000 draws
+    assert (hi - lo) == pytest.approx(per_doc[1] - per_doc[0], rel=0.25)            # about 40
+    # every position its own document: about the Wilson interval over positions
+    lo1, hi1 = clustered_interval(hits, torch.arange(2000))
+    assert (hi1 - lo1) == pytest.approx(per_position[1] - per_position[0], rel=0.15)
+    assert clustered_interval(hits, docs) == (lo, hi)                                # seeded
+
+
+def test_evaluation_resamples_documents_where_the_data_name_them():
+    data = make_dataset([[10 + i % 7, 11, 12, 13, 14] for i in range(60)], objective="sop")
+    data.document_ids = torch.arange(60, dtype=torch.int32) // 20                    # 3 documents
+    result = evaluate_pretraining(Copier(), data, MLMBaselines.fit(data, V))
+    kept = result["mlm"]["kept"]
+    assert kept["documents"] == 3 and kept["n"] == 60 and "wilson95" in kept
+    sentence = result["sentence"]
+    assert sentence["documents"] == 3 and sentence["accuracy"] == 0.5
+    assert sentence["ci95"] == [0.5, 0.5]             # every document scores exactly half: nothing varies
+    assert result["baselines"]["unigram"]["mask"]["documents"] == 3

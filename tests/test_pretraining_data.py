@@ -395,3 +395,15 @@ def test_course_pretraining_data_wires_scale_corpus_and_tokenizer(tiny_tokenizer
                                dupe_factor=scale.dupe_factor, cache=False)
         _assert_same(fresh, ds)
     assert SCALES["ci"].corpus == "pydocs" and SCALES["course"].corpus == "course"
+
+
+@pytest.mark.parametrize("objective", ["mlm", "nsp", "sop"])
+def test_every_example_names_the_document_its_first_segment_comes_from(objective):
+    docs = [[[100 * (d + 1) + i] * 3 for i in range(8)] for d in range(6)]   # doc d: 100 (d + 1) + i
+    vocab = MaskingVocab.from_ids([True] * 700, {PAD_ID, 1, CLS_ID, SEP_ID, MASK_ID})
+    data = examples_from_token_documents(docs, vocab, objective, 16, seed=0, dupe_factor=2)
+    assert data.document_ids.shape == (len(data),)
+    for i in range(len(data)):
+        ids = unmasked_ids(data[i])
+        first = ids[1:(data[i]["token_type_ids"] == 0).sum() - 1]            # segment A
+        assert set((first // 100 - 1).tolist()) == {int(data.document_ids[i])}
