@@ -59,8 +59,18 @@ def candidate(model=None, seq=32, batch=64, optimizer="adamw", lr=3e-3, warmup=3
 CANDIDATES = {
     "h64-12k": candidate(about="the zoo recipe of the embedded corpus (H = 64, 4 shared layers, 12,000 "
                                "steps), now on the course corpus"),
-    "h128-e64-20k": candidate(model={**WIDE, "embedding_size": 64}, lr=2e-3, warmup=500, steps=20000,
-                              about="twice as wide (H = 128, E = 64), 20,000 steps"),
+    "h64-e64-l2-15k": candidate(model={"embedding_size": 64, "num_layers": 2}, steps=15000,
+                                about="the first sweep's best recipe (two shared layers, E = H = 64, 15,000 "
+                                      "steps), now on the course corpus"),
+    "h64-init0.1-12k": candidate(model={"initializer_range": 0.1},
+                                 about="h64-12k with weights drawn five times wider (std 0.1, not 0.02): "
+                                       "attention that starts less uniform may find its neighbours sooner"),
+    "h64-e64-20k": candidate(model={"embedding_size": 64}, steps=20000,
+                             about="four shared layers with E = H = 64 (the earlier zoo's albert-e64 left the "
+                                   "plateau first of the shared models), 20,000 steps"),
+    "h128-e64-15k": candidate(model={**WIDE, "embedding_size": 64}, steps=15000,
+                              about="twice as wide (H = 128, E = 64: factorized), four shared layers, 15,000 "
+                                    "steps"),
 }
 
 

@@ -84,9 +84,6 @@ def cmd_evaluate(args: argparse.Namespace, scale: Scale) -> None:
 def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
     from . import zoo
 
-    if args.threads:
-        import torch
-        torch.set_num_threads(args.threads)
     rebuild = list(zoo.ENTRIES) if args.rebuild == ["all"] else args.rebuild or []
     for name in [*(args.only or ()), *rebuild]:
         zoo.entry(name)                                  # unknown names fail before any work

@@ -134,7 +134,6 @@ def build_parser() -> Parser:
                                      "print each entry's held-out metrics.")
     zoo.add_argument("--only", action="append", metavar="NAME", help="build only this entry (repeatable)")
     zoo.add_argument("--list", action="store_true", help="list the entries, what exists and what each costs")
-    zoo.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     zoo.add_argument("--rebuild", action="append", metavar="NAME",
                      help="retrain this entry from scratch (repeatable; 'all' for every entry) and compare "
                           "its weights with the shipped ones, byte for byte")

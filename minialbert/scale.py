@@ -3,6 +3,8 @@
 - ci: seconds per notebook (what CI and nbval run)
 - course (default): a 2-core laptop CPU, at most ~10 minutes per notebook
 - gpu: one GPU, larger and deeper models, longer runs
+- any of them with $MINIALBERT_DRY_RUN=1: `<name>-dry`, its model kept, every step count and sample
+  size capped (`dry_run`): the gpu scale's code paths at its real shapes, on a CPU in minutes
 
 The scale is resolved once, at the edge (the CLI, `figures`, a lesson's first cell, with
 `current_scale()`), and passed down; library code takes a Scale and never reads the environment.
@@ -37,6 +39,7 @@ class Scale:
     optimizer: str = "lamb"     # lamb | adamw
     zoo_steps: int = 0          # steps of every model-zoo entry (one budget, so entries compare)
     zoo_evals: int = 5          # held-out evaluations per zoo run (the curves of the replication lessons)
+    zoo_threads: int = 1        # torch threads of a zoo build: fixed, so a rebuild gives the same bytes
     step_seconds: float = 0.0   # measured seconds per step (time estimates only; 0 = not measured)
     eval_examples: int | None = None   # held-out examples per evaluation of a pretraining run and per
                                        # model in the ablation, a fixed seeded sample (None = all)

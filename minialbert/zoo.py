@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from tqdm.auto import tqdm
 
 from .checkpoint import (
@@ -253,8 +254,13 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
         ckpt = recover_run(run_dir)  # damaged checkpoints set aside (reported); verified ones kept
     done = read_json(ckpt / "trainer_state.json")["step"] if ckpt else 0
     if done < args.steps:
-        pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir, resume=ckpt is not None,
-                 callbacks=callbacks, progress=progress)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(scale.zoo_threads)   # float sums depend on the thread count: pin it
+        try:
+            pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir, resume=ckpt is not None,
+                     callbacks=callbacks, progress=progress)
+        finally:
+            torch.set_num_threads(threads)
     model = load_checkpoint(newest_verified_checkpoint(run_dir))
     result = evaluate_pretraining(model, valid, MLMBaselines.fit(train, model.config.vocab_size))
     write_json(run_dir / "evaluation.json", result)
@@ -324,8 +330,6 @@ def ship(names: Sequence[str] | None, scale: Scale) -> Path:
     """Copy built entries into the shipped folder (weights only: no optimizer state; only the final
     checkpoint except for ALL_CHECKPOINTS entries) and rewrite its MANIFEST.json. Entries of other
     keys (an older recipe) are removed from the folder. Returns the folder."""
-    import torch
-
     folder = SHIPPED_ROOT / scale.name
     rows = status(scale, names)
     unbuilt = [r["name"] for r in rows if r["state"] != "built" and r["state"] != "shipped"]

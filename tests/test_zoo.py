@@ -296,14 +296,17 @@ def test_a_missing_entry_is_never_trained_silently(tmp_path, monkeypatch):
 
 def test_an_entry_rebuilt_in_fresh_caches_has_the_same_bytes(tmp_path, monkeypatch):
     """Bit-reproducible: the same entry built twice, each time from an empty cache (corpus, tokenizer,
-    data and training all redone), gives weights with the same sha256; rebuild() says so against the
-    shipped copy."""
+    data and training all redone) and with a different torch thread count outside, gives weights with
+    the same sha256; rebuild() says so against the shipped copy."""
     from minialbert.download import sha256_of
 
     digests = []
-    for attempt in ("first", "second"):
+    for attempt, threads in (("first", 1), ("second", 2)):      # the zoo pins its own thread count
         monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / attempt))
+        torch.set_num_threads(threads)
         zoo.build(["albert-sop"], SCALE, progress=False)
+        assert torch.get_num_threads() == threads                # and gives the caller's back
+        torch.set_num_threads(1)
         final = zoo.checkpoints("albert-sop", SCALE)[4]
         # trainer_state.json (and the manifest hashing it) records wall-clock seconds: not compared
         digests.append({name: sha256_of(final / name) for name in ("model.safetensors", "config.json")})
