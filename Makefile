@@ -68,7 +68,10 @@ gpu-check: $(STAMP)
 	@$(PY) benchmarks/attention.py --check-gpu
 	$(PY) -m pytest -q tests/test_kernels.py tests/test_kernel_compile.py
 	$(PY) benchmarks/attention.py
-# TO COME with the gpu dry-run work (issue 29, item 3): one gpu-scale zoo entry and the smoothness figure.
+# Not here yet: one gpu-scale zoo entry and the smoothness figure (issue 29, item 4). What exists without a
+# GPU: the gpu scale's code paths at its real shapes, shortened, on a CPU (README, Scales, the dry run):
+#   MINIALBERT_SCALE=gpu MINIALBERT_DRY_RUN=1 $(PY) -m minialbert zoo --only albert-sop; tested by
+#   `pytest -k gpu_dry_run` (tests/test_gpu_dry_run.py, in make test).
 
 lab: $(STAMP)
 	$(PY) -m jupyter lab $(NOTEBOOKS)

@@ -206,12 +206,13 @@ def cross_evaluate(model: AlbertForPretraining, data: dict[str, PretrainingDatas
         test_x, predicted = read_pairs(model, test, every)
         probe = fit_logistic(train_x, probe_train[task].sentence_labels[train_at].long())(test_x)
         truth = test.sentence_labels.long()
-        at = matched[task]
+        at = matched[task]               # may be empty in a small sample (a dry run): then None
         result[task] = {
             "head": None if predicted is None else sentence_metrics(predicted, truth, task),
-            "head_matched": None if predicted is None else sentence_metrics(predicted[at], truth[at], task),
+            "head_matched": (None if predicted is None or not at
+                             else sentence_metrics(predicted[at], truth[at], task)),
             "probe": sentence_metrics(probe, truth, task),
-            "probe_matched": sentence_metrics(probe[at], truth[at], task)}
+            "probe_matched": sentence_metrics(probe[at], truth[at], task) if at else None}
     return result
 
 
@@ -269,7 +270,7 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
               "downstream_labels": settings["downstream_labels"], "paper": PAPER_TABLE5,
               "shortcut": {task: {"all": length_shortcut(probe_train[task], data[task]),
                                   "length_matched": length_shortcut(probe_train[task], data[task],
-                                                                    matched[task])}
+                                                                    matched[task]) if matched[task] else None}
                            for task in SENTENCE_TASKS},
               "runs": [], "curves": {}, "downstream": []}
     models = {(arm, seed): zoo.load(arm_entry(arm, seed), scale, progress=progress)

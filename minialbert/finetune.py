@@ -80,6 +80,7 @@ class FinetuneArgs:
     patience: int = 4              # evaluations without a better dev metric before stopping (0: never stop)
     max_seq_len: int = 128         # longer inputs are cut (the longer segment first)
     dev_examples: int | None = 1000  # dev examples per evaluation: a fixed seeded sample (None: all)
+    test_examples: int | None = None  # test examples scored at the end: a fixed seeded sample (None: all)
     freeze_encoder: bool = False   # train the head alone (a linear probe of the pooled output)
 
     @classmethod
@@ -87,7 +88,7 @@ class FinetuneArgs:
         """A downstream run's arguments at a scale (steps, warmup, evaluations, sequence length)."""
         base = dict(steps=scale.finetune_steps, warmup=scale.finetune_warmup,
                     eval_every=scale.finetune_eval_every, dev_examples=scale.finetune_dev_examples,
-                    max_seq_len=scale.max_seq_len)
+                    max_seq_len=scale.max_seq_len, test_examples=scale.eval_examples)
         return cls(**{**base, **changes})
 
     def __post_init__(self) -> None:
@@ -234,7 +235,8 @@ def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, c
     model.eval()
     dev_metrics = next(r for r in history if r["split"] == "dev" and r["step"] == best_step)
     dev_metrics = {k: v for k, v in dev_metrics.items() if k not in ("step", "split")}
-    test = evaluate_classifier(model, encode_examples(task.test, tokenizer, max_len)) if task.test else None
+    test = (evaluate_classifier(model, encode_examples(_dev_sample(task.test, args.test_examples), tokenizer,
+                                                       max_len)) if task.test else None)
     seconds = time.perf_counter() - t0
     return FinetuneResult(model, history, best_step, dev_metrics, test, stopped_early, seconds)
 

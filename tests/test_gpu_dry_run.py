@@ -1,0 +1,209 @@
+"""The gpu scale, end to end on a CPU: MINIALBERT_SCALE=gpu MINIALBERT_DRY_RUN=1 (issue 29, item 3).
+
+The dry run keeps the gpu scale's model (H = 768, 12 layers, 6000 pieces, 256 positions) and caps
+every step count and sample size (minialbert.scale.DRY_RUN), so the CLI paths below run the gpu
+scale's real shapes in seconds per step. Selected with `pytest -k gpu_dry_run`; the slow ones still
+run in `make test`. Every run writes into a temporary cache, never ~/.cache/minialbert.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from minialbert.__main__ import main
+from minialbert.ablation import heldout, sampled
+from minialbert.evaluation import evaluation_sample
+from minialbert.figures import make_figures
+from minialbert.plots import ROOT, figure_dir
+from minialbert.scale import (
+    DRY_RUN,
+    DRY_RUN_SUFFIX,
+    DRY_RUN_VAR,
+    ENV_VAR,
+    SCALES,
+    Scale,
+    current_scale,
+    dry_run,
+)
+
+GPU = SCALES["gpu"]
+# Fields a dry run keeps from its scale, and why; every other field must be in DRY_RUN (capped).
+KEPT = {"name": "set by dry_run: <name>-dry", "figure_subdir": "set by dry_run: <subdir>-dry",
+        "albert_preset": "the model's sizes", "bert_preset": "the BERT twin's sizes",
+        "learning_rate": "not a size", "mask_rate": "a share, not a size", "optimizer": "not a size",
+        "speed_presets": "names of the models lesson 09 times (speed_repeats caps the work)",
+        "zoo_threads": "torch threads of a zoo build (same bytes on a rebuild), not a size"}
+# Caps above CAP: a corpus cap the 6000-piece tokenizer needs, lengths and sizes that are not counts
+# of steps or samples, and a divisor (larger is smaller).
+CAP = 16
+BOUNDS = {"max_documents": 800, "kernel_check_len": 130, "vocab_sweep": GPU.vocab_size,
+          "attention_seq_lens": GPU.max_seq_len}
+AT_LEAST = {"narrow_by": 8}
+
+
+def finite(value) -> bool:
+    """Every number in a JSON value is finite (and there is at least one)."""
+    numbers = []
+
+    def walk(v):
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return
+        if isinstance(v, int | float):
+            numbers.append(float(v))
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list | tuple):
+            for x in v:
+                walk(x)
+    walk(value)
+    return bool(numbers) and all(math.isfinite(x) for x in numbers)
+
+
+def test_gpu_dry_run_scale_keeps_the_model_and_caps_every_size(monkeypatch):
+    monkeypatch.setenv(ENV_VAR, "gpu")
+    monkeypatch.setenv(DRY_RUN_VAR, "1")
+    dry = current_scale()
+    assert dry.name == "gpu" + DRY_RUN_SUFFIX and dry.figure_subdir == "gpu" + DRY_RUN_SUFFIX
+    assert (dry.albert_preset, dry.bert_preset) == (GPU.albert_preset, GPU.bert_preset)
+    assert (dry.max_seq_len, dry.vocab_size) == (GPU.max_seq_len, GPU.vocab_size) == (256, 6000)
+    cfg = dry.model_config("albert")
+    assert (cfg.hidden_size, cfg.num_layers, cfg.max_position_embeddings) == (768, 12, 256)
+    assert dry.corpus == "pydocs" and dry.lessons_build_zoo and not dry.lessons_read_results
+    # one switch, resolved at the edge: the name of a dry run resolves to it, and it is idempotent
+    assert current_scale(dry.name) == dry == dry_run(dry) == current_scale("gpu")
+    monkeypatch.setenv(DRY_RUN_VAR, "0")
+    assert current_scale() is GPU and current_scale(dry.name) == dry
+    monkeypatch.delenv(DRY_RUN_VAR)
+    assert current_scale() is GPU
+
+    names = {f.name for f in dataclasses.fields(Scale)}
+    assert not set(DRY_RUN) & set(KEPT)
+    assert names == set(DRY_RUN) | set(KEPT), (
+        f"every Scale field is capped by DRY_RUN or kept on purpose (KEPT); not decided: "
+        f"{sorted(names - set(DRY_RUN) - set(KEPT))}")
+    for field in sorted(names - set(KEPT)):
+        value, real = getattr(dry, field), getattr(GPU, field)
+        if isinstance(value, bool) or isinstance(value, float | str):
+            continue
+        if field in AT_LEAST:
+            assert value >= max(AT_LEAST[field], real), field
+            continue
+        bound = BOUNDS.get(field, CAP)
+        assert isinstance(value, int | tuple), f"{field} = {value!r}: a dry run caps it with a number"
+        for v in value if isinstance(value, tuple) else (value,):
+            assert isinstance(v, int) and 1 <= v <= bound, f"{field} = {value!r} is not capped at {bound}"
+        if isinstance(value, tuple):
+            assert 1 <= len(value) <= 2, f"{field} = {value!r}: at most two points in a dry run"
+        elif real is not None:
+            assert value <= real, f"{field} = {value} is larger than the gpu scale's {real}"
+
+
+def test_gpu_dry_run_sampled_heldout_is_a_subset(monkeypatch, tmp_path):
+    """The ablation's held-out sets at a dry run: scale.eval_examples of the pairs, seeded, intact."""
+    monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
+    scale = dry_run(SCALES["ci"])                       # ci's sizes: seconds; the rule is the same
+    for objective in ("mlm", "sop"):
+        data = heldout(objective, scale)
+        assert len(data) == scale.eval_examples
+        full = heldout(objective, dataclasses.replace(scale, eval_examples=None))
+        assert sampled(full, None) is full and sampled(full, len(full) + 1) is full
+        at = evaluation_sample(full, scale.eval_examples)
+        for j, i in enumerate(at):
+            assert data[j].keys() == full[i].keys()
+            assert all(torch.equal(data[j][k], full[i][k]) for k in data[j])
+
+
+@pytest.fixture(scope="module")
+def gpu_dry(tmp_path_factory):
+    """A temporary cache and the gpu scale in dry-run mode, for the whole module."""
+    root = tmp_path_factory.mktemp("gpu_dry_run")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MINIALBERT_CACHE", str(root / "cache"))
+        mp.setenv(ENV_VAR, "gpu")
+        mp.setenv(DRY_RUN_VAR, "1")
+        yield root
+
+
+def run(argv: list[str], capsys) -> dict | None:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, f"{' '.join(argv)} failed: {err[-2000:]}"
+    start = out.find("{")
+    return json.loads(out[start:]) if start >= 0 and out.rstrip().endswith("}") else None
+
+
+def assert_gpu_model(run_dir: Path) -> None:
+    config = json.loads((run_dir / "config.json").read_text())
+    assert (config["hidden_size"], config["num_layers"], config["max_position_embeddings"],
+            config["vocab_size"]) == (768, 12, 256, 6000)
+
+
+@pytest.mark.slow
+def test_gpu_dry_run_pretrain_evaluate_smoothness_finetune(gpu_dry, capsys):
+    out = gpu_dry / "pretrain"
+    result = run(["pretrain", "--out", str(out), "--quiet"], capsys)
+    dry = current_scale()
+    assert result["steps"] == dry.pretrain_steps and finite(result)
+    assert result["valid_eval_examples"] == dry.eval_examples
+    assert_gpu_model(out)
+    assert (out / "checkpoints").is_dir() and (out / "metrics.jsonl").is_file()
+
+    evaluation = run(["evaluate", "--checkpoint", str(out), "--json"], capsys)
+    assert evaluation["examples"] == dry.eval_examples and evaluation["step"] == dry.pretrain_steps
+    assert finite(evaluation["mlm"]) and 0 <= evaluation["mlm"]["mask"]["accuracy"] <= 1
+
+    figures = gpu_dry / "figures"
+    paths = run(["smoothness", "--checkpoint", str(out), "--sequences", "2", "--batch-size", "2",
+                 "--quiet", "--out", str(figures)], capsys)
+    numbers = json.loads(Path(paths["json"]).read_text())
+    assert Path(paths["figure"]).stat().st_size > 0 and numbers["scale"] == dry.name
+    (layers,) = [r["layers"] for r in numbers["results"].values()]
+    assert len(layers) == 12 and finite(numbers["results"])
+
+    tuned = run(["finetune", "--task", "shuffled-words", "--checkpoint", str(out), "--labels", "4",
+                 "--out", str(gpu_dry / "finetune"), "--quiet"], capsys)
+    assert tuned["labels"] == 4 and finite(tuned["dev"]) and finite(tuned["test"])
+    records = (gpu_dry / "finetune" / "metrics.jsonl").read_text().splitlines()
+    steps = [json.loads(line)["step"] for line in records]
+    assert max(steps) <= dry.finetune_steps
+
+
+@pytest.mark.slow
+def test_gpu_dry_run_zoo_and_ablation(gpu_dry, capsys):
+    summary = gpu_dry / "zoo.json"
+    run(["zoo", "--only", "albert-sop", "--quiet", "--out", str(summary)], capsys)
+    written = json.loads(summary.read_text())
+    (row,) = written["entries"]
+    dry = current_scale()
+    assert written["scale"] == dry.name and row["state"] == "built" and row["steps"] == dry.zoo_steps
+    (entry_dir,) = (gpu_dry / "cache" / "zoo" / dry.name).glob("albert-sop-*")
+    assert_gpu_model(entry_dir)
+    assert finite(json.loads((entry_dir / "evaluation.json").read_text())["mlm"])
+
+    out = gpu_dry / "ablation"
+    run(["ablation", "--arms", "sop", "--no-downstream", "--quiet", "--out", str(out)], capsys)
+    result = json.loads((out / "nsp_vs_sop.json").read_text())
+    assert (out / "nsp_vs_sop.png").stat().st_size > 0
+    assert result["scale"] == dry.name and result["arms"] == ["sop"] and result["seeds"] == [0]
+    assert all(h["examples"] == dry.eval_examples for h in result["heldout"].values())
+    assert [r["arm"] for r in result["runs"]] == ["random init", "sop"]
+    assert finite(result["summary"])
+
+
+@pytest.mark.slow
+def test_gpu_dry_run_figures_hands_the_lesson_its_dry_run(gpu_dry, monkeypatch):
+    """`figures` runs a lesson in a fresh kernel with $MINIALBERT_SCALE set to the scale's name: gpu-dry
+    must resolve to the dry run there even without $MINIALBERT_DRY_RUN."""
+    dry = current_scale()
+    monkeypatch.delenv(DRY_RUN_VAR)
+    (png, numbers) = make_figures(dry, lessons=["04_pretraining_objectives.ipynb"], timeout=600)
+    assert png.parent == figure_dir(dry) == ROOT / "assets" / "figures" / "gpu-dry"  # ignored by git
+    written = json.loads(numbers.read_text())
+    assert written["scale"] == dry.name and png.stat().st_size > 0 and finite(written["shares"])
