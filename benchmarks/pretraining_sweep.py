@@ -66,10 +66,11 @@ CANDIDATES = {
                                  about="h64-12k with weights drawn five times wider (std 0.1, not 0.02): "
                                        "attention that starts less uniform may find its neighbours sooner"),
     "h64-e64-20k": candidate(model={"embedding_size": 64}, steps=20000,
-                             about="four shared layers with E = H = 64 (the earlier zoo's albert-e64 left the "
-                                   "plateau first of the shared models), 20,000 steps"),
+                             about="four shared layers with E = H = 64 (the earlier zoo's albert-e64 left "
+                                   "the plateau first of the shared models), 20,000 steps"),
     "h64-e64-lr6e-3-20k": candidate(model={"embedding_size": 64}, lr=6e-3, warmup=600, steps=20000,
-                                    about="h64-e64-20k at twice the peak learning rate (and twice the warmup)"),
+                                    about="h64-e64-20k at twice the peak learning rate (and twice the "
+                                          "warmup)"),
     "h128-e64-15k": candidate(model={**WIDE, "embedding_size": 64}, steps=15000,
                               about="twice as wide (H = 128, E = 64: factorized), four shared layers, 15,000 "
                                     "steps"),
