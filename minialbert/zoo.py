@@ -130,7 +130,7 @@ def entry_args(e: Entry, scale: Scale) -> TrainArgs:
     # evaluations along training read a fixed sample of the held-out split; evaluation.json all of it.
     return TrainArgs.from_scale(scale, objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,
                                 checkpoint_every=eval_every, keep_last=scale.zoo_evals + 1,
-                                eval_examples=CURVE_EXAMPLES)
+                                eval_examples=min(CURVE_EXAMPLES, scale.eval_examples or CURVE_EXAMPLES))
 
 
 class ZooEntryMissing(FileNotFoundError):
@@ -266,7 +266,8 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
         finally:
             torch.set_num_threads(threads)
     model = load_checkpoint(newest_verified_checkpoint(run_dir))
-    result = evaluate_pretraining(model, valid, MLMBaselines.fit(train, model.config.vocab_size))
+    result = evaluate_pretraining(model, valid, MLMBaselines.fit(train, model.config.vocab_size),
+                                  max_examples=scale.eval_examples)          # None: the whole split
     write_json(run_dir / "evaluation.json", result)
 
 
