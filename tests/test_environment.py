@@ -28,3 +28,9 @@ def test_constraints_pin_every_dependency():
               if "==" in line and not line.startswith("#")}
     assert wanted <= pinned, f"not pinned in constraints.txt: {wanted - pinned}"
     assert "torch==2.13.0" in (ROOT / "constraints.txt").read_text()
+
+
+def test_supported_pythons_are_the_ones_the_corpus_was_checked_on():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11,<3.14"          # 3.11-3.13: the corpus hash checked on each
+    assert re.search(r"^\s+- python=3\.11\b", (ROOT / "environment.yml").read_text(), re.MULTILINE)
