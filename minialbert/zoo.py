@@ -307,6 +307,9 @@ def build(names: Sequence[str] | None, scale: Scale,
     total = sum(r["steps"] - r["steps_done"] for r in todo)
     with tqdm(total=total, disable=not progress, desc=f"zoo ({scale.name})", unit="step") as bar:
         for row in todo:
+            if available(status(scale, [row["name"]])[0]):    # built meanwhile by another process
+                bar.update(row["steps"] - row["steps_done"])
+                continue
             bar.set_postfix_str(row["name"])
             start = time.perf_counter()
             _train(entry(row["name"]), scale, Path(row["dir"]), progress=False,

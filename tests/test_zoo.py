@@ -328,3 +328,20 @@ def test_cli_rebuild_retrains_from_scratch_and_compares(capsys):
     out = capsys.readouterr().out
     assert f"moved the built albert-e16 aside to {built}.replaced-" in out
     assert "no shipped entry to compare with" in out and built.is_dir()
+
+
+def test_an_entry_built_meanwhile_by_another_process_is_skipped(monkeypatch):
+    """Two `zoo` processes with overlapping lists: the second skips what the first finished meanwhile."""
+    trained = []
+    train = zoo._train
+
+    def first_also_builds_the_other(e, scale, run_dir, progress, callbacks=()):
+        trained.append(e.name)
+        train(e, scale, run_dir, progress, callbacks)
+        if e.name == "albert-share-ffn":                         # "another process" builds the next one
+            train(zoo.entry("albert-share-attention"), scale,
+                  zoo.cache_entry_dir(zoo.entry("albert-share-attention"), scale), False)
+
+    monkeypatch.setattr(zoo, "_train", first_also_builds_the_other)
+    rows = zoo.build(["albert-share-ffn", "albert-share-attention"], SCALE, progress=False)
+    assert trained == ["albert-share-ffn"] and [r["state"] for r in rows] == ["built", "built"]
