@@ -340,7 +340,7 @@ def ship(names: Sequence[str] | None, scale: Scale) -> Path:
     keys (an older recipe) are removed from the folder. Returns the folder."""
     folder = SHIPPED_ROOT / scale.name
     rows = status(scale, names)
-    unbuilt = [r["name"] for r in rows if r["state"] != "built" and r["state"] != "shipped"]
+    unbuilt = [r["name"] for r in rows if not available(r)]
     if unbuilt:
         raise ZooEntryMissing(f"cannot ship entries that are not built: {', '.join(unbuilt)}; build them "
                               "with `python -m minialbert zoo` first")
