@@ -95,7 +95,8 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
                        "identical to the shipped weights" if r["identical"] else
                        f"DIFFERS from the shipped weights (sha256 {r['shipped_sha256']})")
             print(f"{name}: model.safetensors sha256 {r['sha256']}: {verdict}", flush=True)
-            differ += [name] if r["shipped_sha256"] not in (None, r["sha256"]) else []
+            if r["shipped_sha256"] is not None and not r["identical"]:
+                differ.append(name)
         if differ:
             raise RuntimeError(f"rebuilt weights differ from the shipped ones for {', '.join(differ)} "
                                "(the README's zoo section says what may differ between machines)")

@@ -52,9 +52,10 @@ def _shipped(scale: Scale) -> Tokenizer | None:
     return Tokenizer(data)
 
 
-def train_course_tokenizer(scale: Scale) -> Tokenizer:
-    """SentencePiece trained on the train split of the scale's corpus (deterministic: same bytes)."""
-    docs = documents(scale.corpus, "train", scale.max_documents)
+def train_course_tokenizer(scale: Scale, docs: list | None = None) -> Tokenizer:
+    """SentencePiece trained on the train split of the scale's corpus (deterministic: same bytes);
+    docs: that split, where the caller has already read it."""
+    docs = documents(scale.corpus, "train", scale.max_documents) if docs is None else docs
     try:
         return Tokenizer.train((s for d in docs for s in d.sentences), scale.vocab_size, seed=0)
     except ValueError as e:
@@ -84,7 +85,7 @@ def course_tokenizer(scale: Scale) -> Tokenizer:
         except ValueError as e:
             problem = str(e)
         warnings.warn(f"tokenizer cache {path} is damaged: it {problem}; rebuilding it", stacklevel=2)
-    tok = train_course_tokenizer(scale)
+    tok = train_course_tokenizer(scale, docs)
     write_checked(path, tok.model_proto)
     return tok
 

@@ -36,13 +36,14 @@ from tqdm.auto import tqdm
 
 from .checkpoint import (
     MANIFEST,
-    STEP_DIR,
+    WEIGHTS_FILES,
     load_checkpoint,
     newest_verified_checkpoint,
     read_json,
     read_metrics,
     recover_run,
     run_lock,
+    step_checkpoints,
 )
 from .config import AlbertConfig
 from .course import course_pretraining_data, pretraining_data_key
@@ -290,9 +291,8 @@ def evaluation(name: str, scale: Scale) -> dict:
 
 def checkpoints(name: str, scale: Scale) -> dict[int, Path]:
     """step -> checkpoint directory of every checkpoint the entry has kept (one per evaluation), in order."""
-    root = _readable_dir(name, scale) / "checkpoints"
-    found = {int(p.name.removeprefix("step-")): p for p in root.glob("step-*") if STEP_DIR.fullmatch(p.name)}
-    return dict(sorted(found.items()))
+    kept = reversed(step_checkpoints(_readable_dir(name, scale)))       # oldest first
+    return {int(p.name.removeprefix("step-")): p for p in kept}
 
 
 def metrics(name: str, scale: Scale) -> list[dict]:
@@ -345,9 +345,9 @@ def ship(names: Sequence[str] | None, scale: Scale) -> Path:
         raise ZooEntryMissing(f"cannot ship entries that are not built: {', '.join(unbuilt)}; build them "
                               "with `python -m minialbert zoo` first")
     folder.mkdir(parents=True, exist_ok=True)
-    keep = {entry_key(entry(r["name"]), scale) for r in status(scale)}
+    keys = {r["name"]: Path(r["dir"]).name for r in status(scale)}    # <name>-<key>, shipped or cached
     for old in folder.iterdir():
-        if old.is_dir() and old.name not in keep:
+        if old.is_dir() and old.name not in keys.values():
             shutil.rmtree(old)
     for row in rows:
         if row["state"] == "shipped":
@@ -358,21 +358,20 @@ def ship(names: Sequence[str] | None, scale: Scale) -> Path:
         tmp.mkdir()
         for name in ("config.json", "train_args.json", "metrics.jsonl", "evaluation.json"):
             shutil.copy2(source / name, tmp / name)
-        kept = [p for p in sorted((source / "checkpoints").glob("step-*")) if STEP_DIR.fullmatch(p.name)]
+        kept = step_checkpoints(source)[::-1]                          # oldest first
         if row["name"] not in ALL_CHECKPOINTS:
             kept = kept[-1:]
         for ckpt in kept:
             (tmp / "checkpoints" / ckpt.name).mkdir(parents=True)
             files = {}
-            for name in ("model.safetensors", "config.json", "trainer_state.json"):
+            for name in WEIGHTS_FILES:
                 shutil.copy2(ckpt / name, tmp / "checkpoints" / ckpt.name / name)
                 files[name] = sha256_of(ckpt / name)
             write_json(tmp / "checkpoints" / ckpt.name / MANIFEST, files)
         atomic_write(tmp / "checkpoints" / "latest", kept[-1].name.encode())
         shutil.rmtree(target, ignore_errors=True)
         tmp.rename(target)
-    entries = {name: entry_key(entry(name), scale) for name in ENTRIES
-               if (folder / entry_key(entry(name), scale)).is_dir()}
+    entries = {name: key for name, key in keys.items() if (folder / key).is_dir()}
     files = {str(p.relative_to(folder)): sha256_of(p) for key in sorted(entries.values())
              for p in sorted((folder / key).rglob("*")) if p.is_file()}
     write_json(folder / SHIPPED_MANIFEST, {"format": ZOO_FORMAT, "scale": scale.name,
