@@ -108,6 +108,13 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     *(Entry(f"albert-sop-balanced{f'-seed{seed}' if seed else ''}", "sop",
             f"albert-sop trained on length-balanced pairs{f', seed {seed}' if seed else ''} (no length cue)",
             seed=seed, balanced=True) for seed in (0, 1, 2)),
+    # The smoothness study at depth (the paper's Figure 2 uses 24-layer models): with 4 layers neither
+    # oscillation nor "does not converge to 0" can be judged, so one pair with 12 layers, otherwise
+    # albert-sop and bert-sop.
+    Entry("albert-deep", "sop", "albert-sop with 12 layers (the smoothness study at depth)",
+          changes=(("num_layers", 12),)),
+    Entry("bert-deep", "sop", "bert-sop with 12 layers: albert-deep's twin without sharing or factorization",
+          arch="bert", changes=(("num_layers", 12),)),
     Entry("albert-sop-balanced-long", "sop", "albert-sop-balanced trained four times longer: does SOP "
                                              "without a length cue need more compute?",
           balanced=True, budget="long"),
