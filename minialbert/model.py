@@ -51,6 +51,18 @@ class FactorizedEmbedding(nn.Module):
         return self.projection(self.dropout(self.LayerNorm(x)))             # (B, N, H)
 
 
+def split_heads(x, num_heads: int):
+    """(B, N, H) -> (B, h, N, d): each head reads its own d = H / h slice of every vector."""
+    B, N, H = x.shape
+    return x.view(B, N, num_heads, H // num_heads).transpose(1, 2)
+
+
+def merge_heads(x):
+    """(B, h, N, d) -> (B, N, H): the heads' outputs side by side again (split_heads undone)."""
+    B, h, N, d = x.shape
+    return x.transpose(1, 2).reshape(B, N, h * d)
+
+
 def math_attention(q, k, v, attend, dropout_p: float = 0.0):
     """softmax(q k^T / sqrt(d)) v, written out for teaching. attend: (B, 1, 1, N) bool, True = key is real."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])               # (B, h, N, N)
@@ -73,8 +85,7 @@ class SelfAttention(nn.Module):
         self.LayerNorm = nn.LayerNorm(H, eps=cfg.layer_norm_eps)
 
     def forward(self, x, attend, key_lengths=None):    # x: (B, N, H), attend: (B, 1, 1, N) bool
-        B, N, H = x.shape
-        q, k, v = self.qkv(x).view(B, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)  # 3 x (B, h, N, d)
+        q, k, v = (split_heads(t, self.num_heads) for t in self.qkv(x).chunk(3, dim=-1))  # 3 x (B, h, N, d)
         p = self.dropout_p if self.training else 0.0
         if self.backend == "math":
             context = math_attention(q, k, v, attend, p)
@@ -86,7 +97,7 @@ class SelfAttention(nn.Module):
                 raise ValueError("attention_backend='triton' has no attention dropout; "
                                  "set attention_dropout_prob=0")
             context = fused_attention(q, k, v, key_lengths=key_lengths)
-        context = context.transpose(1, 2).reshape(B, N, H)                  # (B, N, H)
+        context = merge_heads(context)                                      # (B, N, H)
         return self.LayerNorm(x + self.dropout(self.dense(context)))        # post-LN residual
 
 

@@ -1,0 +1,235 @@
+"""The learner's pieces: a right piece passes, each named mistake is recognised, and whatever the
+learner wrote (nothing, an exception, a wrong shape, a wrong parameter) gives one line, never an error."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minialbert.model import TransformerLayer
+from minialbert.pieces import PIECES, check
+
+# ------------------------------------------------------------------ pieces written as a learner would
+
+
+def embedding_parameters(V, E, H):
+    return V * E + E * H + H
+
+
+class MyFactorizedEmbedding(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        E = cfg.embedding_size
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, E, padding_idx=cfg.pad_token_id)
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, E)
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, E)
+        self.LayerNorm = nn.LayerNorm(E, eps=cfg.layer_norm_eps)
+        self.projection = nn.Linear(E, cfg.hidden_size)
+
+    def forward(self, input_ids, token_type_ids):
+        positions = torch.arange(input_ids.shape[1])
+        x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)
+             + self.token_type_embeddings(token_type_ids))
+        return self.projection(self.LayerNorm(x))
+
+
+def split_heads(x, num_heads):
+    B, N, H = x.shape
+    return x.view(B, N, num_heads, H // num_heads).transpose(1, 2)
+
+
+def merge_heads(x):
+    B, h, N, d = x.shape
+    return x.transpose(1, 2).reshape(B, N, h * d)
+
+
+def attention(q, k, v, attend):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return scores.masked_fill(~attend, float("-inf")).softmax(dim=-1) @ v
+
+
+class MyLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        H, F_ = cfg.hidden_size, cfg.intermediate_size
+        self.num_heads = cfg.num_heads
+        self.qkv, self.dense = nn.Linear(H, 3 * H), nn.Linear(H, H)
+        self.attention_norm = nn.LayerNorm(H, eps=cfg.layer_norm_eps)
+        self.ffn, self.ffn_output = nn.Linear(H, F_), nn.Linear(F_, H)
+        self.ffn_norm = nn.LayerNorm(H, eps=cfg.layer_norm_eps)
+
+    def forward(self, x, attend):
+        q, k, v = (split_heads(t, self.num_heads) for t in self.qkv(x).chunk(3, dim=-1))
+        x = self.attention_norm(x + self.dense(merge_heads(attention(q, k, v, attend))))
+        return self.ffn_norm(x + self.ffn_output(F.gelu(self.ffn(x), approximate="tanh")))
+
+
+class MyEncoder(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.num_layers, self.layer = cfg.num_layers, TransformerLayer(cfg)
+
+    def forward(self, x, attend):
+        for _ in range(self.num_layers):
+            x = self.layer(x, attend)
+        return x
+
+
+class MyMLMHead(nn.Module):
+    def __init__(self, cfg, word_embeddings):
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.embedding_size)
+        self.LayerNorm = nn.LayerNorm(cfg.embedding_size, eps=cfg.layer_norm_eps)
+        self.word_embeddings = word_embeddings
+        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+
+    def forward(self, x):
+        x = self.LayerNorm(F.gelu(self.dense(x), approximate="tanh"))
+        return x @ self.word_embeddings.weight.T + self.bias
+
+
+def sentence_loss(pooled, labels, head):
+    return F.cross_entropy(head(pooled), labels)
+
+
+RIGHT = {"embedding_parameters": embedding_parameters, "factorized_embedding": MyFactorizedEmbedding,
+         "split_heads": split_heads, "merge_heads": merge_heads, "attention": attention, "layer": MyLayer,
+         "shared_encoder": MyEncoder, "mlm_head": MyMLMHead, "sentence_loss": sentence_loss}
+
+
+def verdict(capsys, name, piece) -> tuple[bool, str]:
+    ok = check(name, piece)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1, f"not one line: {out!r}"
+    return ok, out
+
+
+def test_every_piece_has_a_right_solution_here():
+    assert set(RIGHT) == set(PIECES)
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT))
+def test_a_right_piece_passes(capsys, name):
+    ok, out = verdict(capsys, name, RIGHT[name])
+    assert ok and out.startswith(f"{name}: right: matches the package on 3 random inputs")
+
+
+FUNCTION_MISTAKES = [(p.name, what, variant) for p in PIECES.values() if p.kind == "function"
+                     for what, variant in p.mistakes]
+
+
+@pytest.mark.parametrize("name, what, variant", FUNCTION_MISTAKES, ids=[m[1] for m in FUNCTION_MISTAKES])
+def test_each_named_mistake_in_a_function_is_recognised(capsys, name, what, variant):
+    ok, out = verdict(capsys, name, variant)
+    assert not ok and out.startswith(f"{name}: wrong: ") and out.endswith(f"that is what {what} gives\n")
+
+
+class PreLN(MyLayer):
+    def forward(self, x, attend):
+        y = self.attention_norm(x)
+        q, k, v = (split_heads(t, self.num_heads) for t in self.qkv(y).chunk(3, dim=-1))
+        x = x + self.dense(merge_heads(attention(q, k, v, attend)))
+        return x + self.ffn_output(F.gelu(self.ffn(self.ffn_norm(x)), approximate="tanh"))
+
+
+class ErfGelu(MyLayer):
+    def forward(self, x, attend):
+        q, k, v = (split_heads(t, self.num_heads) for t in self.qkv(x).chunk(3, dim=-1))
+        x = self.attention_norm(x + self.dense(merge_heads(attention(q, k, v, attend))))
+        return self.ffn_norm(x + self.ffn_output(F.gelu(self.ffn(x))))
+
+
+class AppliedOnce(MyEncoder):
+    def forward(self, x, attend):
+        return self.layer(x, attend)
+
+
+class NoNorm(MyMLMHead):
+    def forward(self, x):
+        return F.gelu(self.dense(x), approximate="tanh") @ self.word_embeddings.weight.T + self.bias
+
+
+@pytest.mark.parametrize("name, wrong, said", [
+    ("layer", PreLN, "a pre-LN layer"), ("layer", ErfGelu, "the exact erf GELU"),
+    ("shared_encoder", AppliedOnce, "applying the layer once"),
+    ("mlm_head", NoNorm, "leaving out the LayerNorm"),
+])
+def test_named_mistakes_in_modules_are_recognised(capsys, name, wrong, said):
+    ok, out = verdict(capsys, name, wrong)
+    assert not ok and said in out, out
+
+
+def test_a_missing_piece_says_not_written_and_does_not_raise(capsys):
+    def attention(q, k, v, attend):
+        raise NotImplementedError("Exercise: scores, mask, softmax, weighted values")
+    ok, out = verdict(capsys, "attention", attention)
+    assert not ok and out.startswith("attention: not written yet (Exercise: scores")
+    assert "the rest of the lesson uses the package's version" in out
+
+
+def test_an_exception_in_the_learners_code_is_one_line(capsys):
+    ok, out = verdict(capsys, "split_heads", lambda x, h: x.view(h, -1, 7))
+    assert not ok and out.startswith("split_heads: wrong: your code raised RuntimeError: ")
+
+
+def test_a_wrong_shape_names_both_shapes(capsys):
+    ok, out = verdict(capsys, "merge_heads", lambda x: x.flatten(1))
+    assert not ok and "shape (2, 60), the package's is (2, 5, 12)" in out
+
+
+def test_a_wrong_value_names_the_first_position_and_the_count(capsys):
+    def off_by_one_at_the_max(q, k, v, attend):
+        return attention(q, k, v, attend) + (q == q.max())
+    ok, out = verdict(capsys, "attention", off_by_one_at_the_max)
+    assert not ok and "values differ at [" in out and "of 120 values differ" in out
+
+
+def test_module_parameters_are_matched_by_name_with_a_clear_line(capsys):
+    class Renamed(MyFactorizedEmbedding):
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            self.project = self.projection
+            del self.projection
+
+        def forward(self, input_ids, token_type_ids):
+            return self.project(self.LayerNorm(self.word_embeddings(input_ids)))
+    ok, out = verdict(capsys, "factorized_embedding", Renamed)
+    assert not ok and "your module has no parameter projection.bias, projection.weight" in out
+
+
+def test_an_untied_decoder_is_caught(capsys):
+    class Untied(MyMLMHead):
+        def __init__(self, cfg, word_embeddings):
+            super().__init__(cfg, word_embeddings)
+            self.decoder = nn.Parameter(word_embeddings.weight.detach().clone())
+
+        def forward(self, x):
+            return self.LayerNorm(F.gelu(self.dense(x), approximate="tanh")) @ self.decoder.T + self.bias
+    ok, out = verdict(capsys, "mlm_head", Untied)
+    assert not ok and "parameters the package's has not: decoder" in out
+
+
+def test_a_gradient_difference_is_caught_even_when_outputs_agree(capsys):
+    class Detached(MyEncoder):
+        def forward(self, x, attend):
+            for step in range(self.num_layers):
+                x = self.layer(x if step < self.num_layers - 1 else x.detach(), attend)
+            return x
+    ok, out = verdict(capsys, "shared_encoder", Detached)
+    assert not ok and "the outputs agree but the gradient of layer." in out
+
+
+def test_the_pad_row_must_get_no_gradient(capsys):
+    class NoPaddingIdx(MyFactorizedEmbedding):
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.embedding_size)
+    ok, out = verdict(capsys, "factorized_embedding", NoPaddingIdx)
+    assert not ok and "the gradient of word_embeddings.weight differs: values differ at [0, 0]" in out
+
+
+def test_an_unknown_piece_is_an_error():
+    with pytest.raises(ValueError, match="unknown piece 'atention'; the pieces: "):
+        check("atention", attention)
