@@ -1,0 +1,113 @@
+"""The verdict helper: each rule on constructed numbers, its edge cases and its errors."""
+
+import pytest
+
+from minialbert.verdict import Verdict, verdict
+
+
+def arm(name, value, ci95, seeds=None):
+    out = {"name": name, "value": value, "ci95": ci95}
+    return out if seeds is None else {**out, "seeds": seeds}
+
+
+SOP = arm("sop", 0.105, [0.098, 0.112], [0.103, 0.105, 0.107])        # seed spread 0.004
+MLM = arm("mlm", 0.073, [0.068, 0.078], [0.072, 0.073, 0.074])        # seed spread 0.002
+CONDITION = "at an NSP accuracy of 60%; the paper's NSP arm had 90.5%"
+
+
+def test_beats_needs_a_gap_beyond_the_seed_spread_and_separated_intervals():
+    found = verdict("beats", SOP, MLM, percent=True)
+    assert isinstance(found, Verdict) and found.label == "sop beats mlm"
+    assert "+3.2 points exceeds the largest seed spread, sop's 0.4 points" in found.reason
+    assert "[9.8%, 11.2%] lies above mlm's [6.8%, 7.8%]" in found.reason
+    line = str(found)
+    assert "\n" not in line and "[rule: sop beats mlm if sop - mlm exceeds the largest seed spread" in line
+    mirrored = verdict("beats", MLM, SOP)              # the symmetric case is reported as such
+    assert mirrored.label == "sop beats mlm" and "sop - mlm = +0.032" in mirrored.reason
+
+
+def test_beats_is_not_a_finding_when_either_condition_fails():
+    noisy = {**SOP, "seeds": [0.07, 0.09, 0.11]}       # intervals separate, gap inside sop's spread
+    inside = verdict("beats", noisy, MLM)
+    assert inside.label == "not separated"
+    assert "is within the largest seed spread, sop's 0.04" in inside.reason and "lies above" in inside.reason
+    wide = {**MLM, "ci95": [0.06, 0.10], "seeds": [0.0725, 0.073, 0.0735]}   # gap beyond spread, overlap
+    overlapping = verdict("beats", SOP, wide)
+    assert overlapping.label == "not separated"
+    assert "exceeds" in overlapping.reason
+    assert "[0.098, 0.112] overlaps mlm's [0.06, 0.1]" in overlapping.reason
+    # the spread is the larger of the two arms compared, never another arm's
+    assert "mlm's 0.05" in verdict("beats", SOP, {**MLM, "seeds": [0.05, 0.1]}).reason
+    assert verdict("beats", SOP, SOP).label == "not separated"
+
+
+def test_beats_with_one_seed_is_at_most_a_hint():
+    hint = verdict("beats", {**SOP, "seeds": [0.105]}, MLM)
+    assert hint.label == "hint: sop ahead"
+    assert "only one seed of sop, so the seed spread is unknown: at most a hint, never a finding" \
+        in hint.reason
+    both = verdict("beats", {**MLM, "seeds": [0.073]}, {**SOP, "seeds": [0.105]})
+    assert both.label == "hint: sop ahead" and "one seed of mlm and sop" in both.reason
+    overlap = verdict("beats", {**SOP, "seeds": [0.105], "ci95": [0.07, 0.12]}, MLM)
+    assert overlap.label == "not separated" and "spread is unknown" in overlap.reason
+
+
+def test_non_inferior_is_one_sided_with_a_stated_margin():
+    # the sentence losses raise [MASK] accuracy: evidence that they cost nothing, not against it
+    assert verdict("non-inferior", SOP, MLM, margin=0.01).label == "sop non-inferior to mlm"
+    slightly_worse = arm("nsp", 0.070, [0.066, 0.074])            # 0.3 points below, intervals overlap
+    costs = verdict("non-inferior", slightly_worse, MLM, margin=0.02, percent=True)
+    assert costs.label == "nsp non-inferior to mlm"
+    assert "lower bound -1.2 points (conservatively nsp's lower 6.6% - mlm's upper 7.8%), above -2 points" \
+        in costs.reason and "above -2 points (the margin)" in costs.rule
+    too_wide = verdict("non-inferior", slightly_worse, MLM, margin=0.01)
+    assert too_wide.label == "nsp not shown non-inferior to mlm" and "not above -0.01" in too_wide.reason
+    paired = verdict("non-inferior", slightly_worse, MLM, margin=0.01, difference=[-0.006, 0.0])
+    assert paired.label == "nsp non-inferior to mlm" and "interval of the difference" in paired.reason
+    assert verdict("non-inferior", MLM, SOP, margin=0.01).label == "mlm not shown non-inferior to sop"
+
+
+def test_reproduced_states_its_direction_and_condition():
+    nsp_on_sop = arm("nsp", 0.51, [0.49, 0.53])
+    at = verdict("reproduced", nsp_on_sop, claim=0.5, direction="at", margin=0.05, condition=CONDITION,
+                 percent=True)
+    assert at.label == "reproduced"
+    assert at.rule.endswith("within 50% ± 5 points, " + CONDITION) and "nsp 51%" in at.reason
+    assert verdict("reproduced", nsp_on_sop, claim=0.5, direction="at", margin=0.02,
+                   condition=CONDITION).label == "not reproduced"
+    sop_on_nsp = arm("sop", 0.55, [0.53, 0.57])
+    above = verdict("reproduced", sop_on_nsp, claim=0.5, direction="above", condition="in direction only")
+    assert above.label == "reproduced" and "lies above 0.5, in direction only" in above.rule
+    level = verdict("reproduced", sop_on_nsp, claim=0.789, direction="above", condition="the paper's level")
+    assert level.label == "not reproduced"
+    below = verdict("reproduced", sop_on_nsp, claim=0.6, direction="below", condition="x")
+    assert below.label == "reproduced" and "lies below 0.6" in below.rule
+    spread = verdict("reproduced", sop_on_nsp, claim=0.5, direction="above", condition="a\ncondition")
+    assert "\n" not in str(spread) and "a condition" in spread.rule
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: verdict("wins", SOP, MLM), "unknown rule 'wins'; choose one of beats, non-inferior, reproduced"),
+    (lambda: verdict("beats", {**SOP, "ci95": [0.2, 0.1]}, MLM), "sop's ci95 has its lower bound 0.2 above"),
+    (lambda: verdict("beats", {**SOP, "ci95": [0.1]}, MLM), r"must be a 95% interval \[lower, upper\]"),
+    (lambda: verdict("beats", {"ci95": [0.1, 0.2], "seeds": [0.1]}, MLM), "arm A needs a 'value'"),
+    (lambda: verdict("beats", SOP, {"value": 0.1, "ci95": [0.0, 0.2]}), "arm B has no 'seeds'"),
+    (lambda: verdict("beats", {**SOP, "seeds": []}, MLM), "'seeds' must be a non-empty list"),
+    (lambda: verdict("beats", SOP), "beats compares two arms: pass B"),
+    (lambda: verdict("beats", SOP, MLM, margin=0.01), "beats takes no margin"),
+    (lambda: verdict("beats", [0.1, 0.2], MLM), "arm A must be a mapping"),
+    (lambda: verdict("non-inferior", SOP, MLM), "non-inferior needs a margin"),
+    (lambda: verdict("non-inferior", SOP, MLM, margin=-0.01), "margin must be a number >= 0, got -0.01"),
+    (lambda: verdict("non-inferior", SOP, MLM, margin=0.01, difference=[0.01, -0.01]),
+     "difference has its lower bound"),
+    (lambda: verdict("non-inferior", SOP, MLM, margin=0.01, claim=0.5), "takes no claim"),
+    (lambda: verdict("reproduced", SOP, claim=0.5, direction="above"), "needs the condition"),
+    (lambda: verdict("reproduced", SOP, claim=0.5, direction="above", condition="  "), "needs the condition"),
+    (lambda: verdict("reproduced", SOP, claim=0.5, direction="near", condition="c"), "needs a direction"),
+    (lambda: verdict("reproduced", SOP, direction="above", condition="c"), "needs the paper's claim"),
+    (lambda: verdict("reproduced", SOP, claim=0.5, direction="at", condition="c"), "'at' needs a margin"),
+    (lambda: verdict("reproduced", SOP, MLM, claim=0.5, direction="above", condition="c"), "pass no B"),
+])
+def test_bad_input_is_refused_with_a_clear_message(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
