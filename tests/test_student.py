@@ -1,6 +1,7 @@
 """Student versions: the transformation, the committed copies in step with the lessons, and every
 student notebook running at ci scale up to its first exercise stub."""
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -14,6 +15,7 @@ from minialbert.student import has_stub, student_notebook, student_versions, wri
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 STUDENT = NOTEBOOKS / "student"
 COMMAND = "python -m minialbert student-notebooks"
+TOP_LEVEL_STUB = re.compile(r"^raise NotImplementedError", re.MULTILINE)
 
 
 def lesson(*cells) -> nbformat.NotebookNode:
@@ -77,9 +79,11 @@ def test_committed_student_versions_are_what_the_command_writes():
 
 
 @pytest.mark.parametrize("path", lessons(STUDENT), ids=lambda p: p.stem)
-def test_student_notebook_runs_up_to_its_first_exercise(path):
+def test_student_notebook_runs_up_to_its_first_top_level_exercise(path):
+    """Stubs inside a function (the pieces) do not stop the lesson: their check cells say "not written"."""
     nb = read_notebook(path)
-    first_stub = next((i for i, c in enumerate(nb.cells) if has_stub(c)), len(nb.cells))
+    first_stub = next((i for i, c in enumerate(nb.cells) if has_stub(c) and TOP_LEVEL_STUB.search(c.source)),
+                      len(nb.cells))
     nb.cells = nb.cells[:first_stub]
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(STUDENT)}}).execute()
@@ -93,3 +97,27 @@ def test_write_student_notebooks_leaves_up_to_date_files_untouched(tmp_path):
     before = written.stat().st_mtime_ns
     write_student_notebooks(source, tmp_path / "out")
     assert written.stat().st_mtime_ns == before
+
+
+def split_solution(source: str) -> tuple[set[str], set[str]]:
+    """(lines inside the cell's solution blocks that would give a solution away, lines outside them)."""
+    inside, solution, given = False, set(), set()
+    for line in source.splitlines():
+        if "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:
+            inside = "BEGIN" in line
+        elif inside and len(line.strip()) >= 12 and not line.strip().startswith("#"):
+            solution.add(line.strip())
+        elif not inside:
+            given.add(line.strip())
+    return solution, given
+
+
+@pytest.mark.parametrize("path", lessons(NOTEBOOKS), ids=lambda p: p.stem)
+def test_student_versions_hold_no_solution_code_and_every_stub_has_a_hint(path):
+    teacher, student = read_notebook(path), read_notebook(STUDENT / path.name)
+    for index, (theirs, mine) in enumerate(zip(teacher.cells, student.cells)):
+        solution, given = split_solution(theirs.source)
+        leaked = sorted(solution & {line.strip() for line in mine.source.splitlines()} - given)
+        assert not leaked, f"{path.name}, cell {index}: the student version shows solution code {leaked}"
+        assert "the exercise above says what to compute" not in mine.source, (
+            f"{path.name}, cell {index}: a stub without a hint; write `### BEGIN SOLUTION (hint: ...)`")
