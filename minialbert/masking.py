@@ -67,6 +67,17 @@ class MaskedSequence(NamedTuple):
     spans: list[MaskedSpan]     # the chosen n-grams, in the order they were chosen
 
 
+def corrupt(token: int, vocab: MaskingVocab, rng: random.Random) -> int:
+    """What the model sees at a chosen position: [MASK] 80% of the time, a random (non-special) token
+    10%, the token itself 10% (the model still has to predict it)."""
+    r = rng.random()
+    if r < 0.8:
+        return vocab.mask_id
+    if r < 0.9:
+        return vocab.random_ids[rng.randrange(len(vocab.random_ids))]
+    return token
+
+
 def whole_words(input_ids: Sequence[int], vocab: MaskingVocab) -> list[list[int]]:
     """Group positions into words: a word-start piece plus the pieces that continue it; specials skipped."""
     words: list[list[int]] = []
@@ -138,12 +149,7 @@ def ngram_mask(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random
         positions = tuple(p for w in words[start:start + n] for p in w)
         for p in positions:
             labels[p] = input_ids[p]
-            r = rng.random()
-            if r < 0.8:
-                output[p] = vocab.mask_id
-            elif r < 0.9:
-                output[p] = vocab.random_ids[rng.randrange(len(vocab.random_ids))]
-            # else: 10% keep the original token (the model still has to predict it)
+            output[p] = corrupt(input_ids[p], vocab, rng)
         free[start:start + n] = [False] * n
         n_masked += len(positions)
         spans.append(MaskedSpan(n, positions))

@@ -32,6 +32,13 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
             dict(params=no_decay, weight_decay=0.0, layer_adaptation=False)]
 
 
+def trust_ratio(weight: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+    """LAMB's layer-wise trust ratio ||w|| / ||u||: every tensor moves by lr times its own norm (per
+    unit of update), whatever its gradient's scale; 1 where either norm is 0 (a fresh zero bias)."""
+    w_norm, u_norm = weight.norm(), update.norm()
+    return torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
+
+
 class Lamb(torch.optim.Optimizer):
     """LAMB as in the official ALBERT code. Per tensor w with gradient g:
 
@@ -70,9 +77,7 @@ class Lamb(torch.optim.Optimizer):
                 if wd:
                     update.add_(p, alpha=wd)
                 if group["layer_adaptation"]:
-                    w_norm, u_norm = p.norm(), update.norm()
-                    ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
-                    update.mul_(ratio)
+                    update.mul_(trust_ratio(p, update))
                 p.sub_(update, alpha=group["lr"])
         return loss
 
