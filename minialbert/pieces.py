@@ -19,15 +19,20 @@ the lesson goes on with the package's version. It returns whether the piece is r
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import AlbertConfig
+from .config import CLS_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID, UNK_ID, AlbertConfig
+from .masking import MaskingVocab, ngram_probabilities, whole_words
 from .model import (
+    AlbertForPretraining,
+    AlbertForSequenceClassification,
     Encoder,
     FactorizedEmbedding,
     MaskedLMHead,
@@ -36,6 +41,8 @@ from .model import (
     merge_heads,
     split_heads,
 )
+from .optim import make_optimizer, trust_ratio, warmup_linear_decay
+from .train import train_step
 
 # A small model for the checks: every size different, so a swapped dimension shows as a wrong shape.
 CHECK_CONFIG = AlbertConfig(vocab_size=50, embedding_size=6, hidden_size=12, num_layers=3, num_heads=3,
@@ -59,7 +66,7 @@ class Piece:
     name: str
     kind: str                                            # function | module
     reference: Callable
-    inputs: Callable[[torch.Generator], tuple]
+    inputs: Callable[[torch.Generator, int], tuple]   # (generator, trial number) -> the arguments
     mistakes: tuple = ()
     build: Callable | None = None
     rename: tuple = ()
@@ -77,7 +84,7 @@ def _padded_keys(g: torch.Generator, B: int, N: int) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------ the package's pieces and their inputs
-def _attention_inputs(g):
+def _attention_inputs(g, trial):
     B, h, N, d = 3, 2, 5, 4
     return _randn(g, B, h, N, d), _randn(g, B, h, N, d), _randn(g, B, h, N, d), _padded_keys(g, B, N)
 
@@ -89,7 +96,7 @@ def _attention_variant(q, k, v, attend, scale=True, mask=True, dim=-1):
     return scores.softmax(dim=dim) @ v
 
 
-def _layer_inputs(g):
+def _layer_inputs(g, trial):
     H = CHECK_CONFIG.hidden_size
     return _randn(g, 3, 5, H), _padded_keys(g, 3, 5)
 
@@ -112,7 +119,7 @@ def _mlm_head_variant(head: MaskedLMHead, x, act="tanh", norm=True):
     return (head.LayerNorm(y) if norm else y) @ head.decoder_weight.T + head.bias
 
 
-def _embedding_inputs(g):
+def _embedding_inputs(g, trial):
     cfg = CHECK_CONFIG
     ids = torch.randint(0, cfg.vocab_size, (3, 7), generator=g)
     types = torch.randint(0, cfg.type_vocab_size, (3, 7), generator=g)
@@ -127,7 +134,7 @@ def _embedding_parameters(V: int, E: int, H: int) -> int:
     return emb.word_embeddings.weight.numel() + sum(p.numel() for p in emb.projection.parameters())
 
 
-def _sentence_loss_inputs(g):
+def _sentence_loss_inputs(g, trial):
     head = nn.Linear(CHECK_CONFIG.hidden_size, 2)
     _randomize(head, g)
     return _randn(g, 4, CHECK_CONFIG.hidden_size), torch.randint(0, 2, (4,), generator=g), head
@@ -138,17 +145,155 @@ def _sentence_loss(pooled, labels, head):
     return F.cross_entropy(head(pooled).float(), labels)
 
 
+# ------------------------------------------------------------------ lesson 04: masking and sentence pairs
+def _masking_vocab(g) -> MaskingVocab:
+    starts = (torch.rand(40, generator=g) < 0.6).tolist()
+    return MaskingVocab.from_ids(starts, special_ids={PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID})
+
+
+def _whole_words_inputs(g, trial):
+    vocab = _masking_vocab(g)
+    a, b = (torch.randint(5, 40, (n,), generator=g).tolist() for n in (7, 5))
+    return [CLS_ID, *a, SEP_ID, *b, SEP_ID], vocab
+
+
+def _corrupt_shares(corrupt_fn, g, trial) -> tuple[str | None, float]:
+    """80/10/10 measured: 30,000 draws at one position of a seeded random.Random."""
+    vocab, rng, token, draws = _masking_vocab(g), random.Random(trial), 7, 30_000
+    seen = [corrupt_fn(token, vocab, rng) for _ in range(draws)]
+    if bad := [t for t in seen if t != token and t != vocab.mask_id and t not in vocab.random_ids]:
+        return f"it returned {bad[0]}, which is neither [MASK], the token, nor a non-special id", 0.0
+    masked, same = seen.count(vocab.mask_id) / draws, seen.count(token) / draws
+    other = 1 - masked - same
+    expected_same = 0.1 + 0.1 / len(vocab.random_ids)       # a random draw may hit the token itself
+    shares = (masked - 0.8, other - (0.1 - 0.1 / len(vocab.random_ids)), same - expected_same)
+    if max(abs(x) for x in shares) > 0.012:                  # about 6 standard errors at 30,000 draws
+        return (f"shares over {draws:,} draws: [MASK] {masked:.3f}, another token {other:.3f}, "
+                f"unchanged {same:.3f}; ALBERT's are 0.8 / 0.1 / 0.1"), 0.0
+    return None, max(abs(x) for x in shares)
+
+
+def _pair_inputs(g, trial):
+    a, b, other = (torch.randint(5, 40, (n,), generator=g).tolist() for n in (4, 3, 5))
+    return a, b, other, trial % 2 == 1          # trials alternate: keep / swap (or real / random B)
+
+
+def _sop_pair(a, b, other, swap):
+    """pretraining_data.sentence_order_pairs' rule: label 1 = the two segments swapped."""
+    return (b, a, 1) if swap else (a, b, 0)
+
+
+def _nsp_pair(a, b, other, use_random):
+    """pretraining_data.next_sentence_pairs' rule: label 1 = B is text from another document."""
+    return (a, other, 1) if use_random else (a, b, 0)
+
+
+# ------------------------------------------------------------------ lesson 05: training
+def _trust_ratio_inputs(g, trial):
+    weight = _randn(g, 6, 4) * (0 if trial == 2 else 1)      # trial 2: a zero tensor (a fresh bias)
+    return weight, _randn(g, 6, 4) * 0.01
+
+
+def _mask_accuracy(logits, labels):
+    """[MASK] accuracy as evaluation.evaluate_pretraining counts it: argmax hits over predicted positions."""
+    return (logits.argmax(dim=-1) == labels).double().mean().item()
+
+
+def _mask_accuracy_inputs(g, trial):
+    return _randn(g, 30, 8), torch.randint(0, 8, (30,), generator=g)
+
+
+def _unigram_accuracy(train_targets, heldout_targets):
+    """evaluation.MLMBaselines' unigram guess: the training split's most frequent target (ties: the
+    smallest id), scored on the held-out targets."""
+    guess = torch.bincount(train_targets).argmax()
+    return (heldout_targets == guess).double().mean().item()
+
+
+def _unigram_inputs(g, trial):
+    skewed = lambda n: torch.multinomial(torch.tensor([1.0, 3, 2, 2, 1, 4, 1]), n, True, generator=g)
+    return skewed(60), skewed(40)
+
+
+def _training_step_check(step_fn, g, trial) -> tuple[str | None, float]:
+    """Three steps of the learner's training_step and of train.train_step from the same weights on the
+    same batches: the losses and the final weights must agree."""
+    torch.manual_seed(trial)
+    cfg = CHECK_CONFIG.replace(classifier_dropout_prob=0.0)
+    models = [AlbertForPretraining(cfg, sentence_task="sop") for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    optims = [make_optimizer("adamw", m, lr=0.05) for m in models]
+    schedules = [warmup_linear_decay(o, warmup_steps=1, total_steps=4) for o in optims]
+    args = SimpleNamespace(clip_norm=0.5, objective="sop")   # a small clip, so clipping matters
+    for step in range(3):
+        batch = _pretraining_batch(g, cfg)
+        yours = step_fn(models[0], batch, optims[0], schedules[0], args.clip_norm)
+        theirs = train_step(models[1], models[1], [batch], optims[1], schedules[1], args)["loss"]
+        if (problem := difference(yours, theirs)) is not None:
+            return f"step {step + 1}: the loss differs: {problem}", 0.0
+    theirs = dict(models[1].named_parameters())
+    for name, p in models[0].named_parameters():
+        if (problem := difference(p, theirs[name])) is not None:
+            return f"after 3 steps the losses agree but {name} differs: {problem}", 0.0
+    return None, 0.0
+
+
+def _pretraining_batch(g, cfg: AlbertConfig) -> dict:
+    B, N = 4, 9
+    ids = torch.randint(5, cfg.vocab_size, (B, N), generator=g)
+    ids[:, 0], ids[:, -1] = CLS_ID, SEP_ID
+    mask = torch.ones(B, N, dtype=torch.long)
+    mask[1, 6:] = 0
+    labels = torch.full((B, N), IGNORE_INDEX)
+    labels[:, 2:4] = torch.randint(5, cfg.vocab_size, (B, 2), generator=g)
+    return {"input_ids": ids * mask, "token_type_ids": torch.zeros_like(ids), "attention_mask": mask,
+            "mlm_labels": labels, "sentence_labels": torch.randint(0, 2, (B,), generator=g)}
+
+
+# ------------------------------------------------------------------ lesson 07 and 10
+def _classifier_inputs(g, trial):
+    batch = _pretraining_batch(g, CHECK_CONFIG)
+    return batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]
+
+
+def _unpooled(ref, ids, types, mask):
+    return ref.classifier(ref.albert(ids, types, mask).last_hidden_state[:, 0])
+
+
+def _online_inputs(g, trial):
+    N, M, d = 5, 11, 4                          # M not a multiple of the block: the last block is short
+    return _randn(g, N, d), _randn(g, M, d) * 2, _randn(g, M, d), 4
+
+
+def _full_softmax_attention(q, k, v, block):
+    """The reference: plain softmax(q k^T / sqrt(d)) v (the package's math_attention), one head."""
+    attend = torch.ones(1, 1, 1, k.shape[0], dtype=torch.bool)
+    return math_attention(q[None, None], k[None, None], v[None, None], attend)[0, 0]
+
+
+def _online_variant(q, k, v, block, rescale=True, normalise=True):
+    scale = 1 / math.sqrt(q.shape[-1])
+    m = torch.full((q.shape[0], 1), -math.inf)
+    l, acc = torch.zeros(q.shape[0], 1), torch.zeros_like(q)
+    for start in range(0, k.shape[0], block):
+        s = q @ k[start:start + block].T * scale
+        m_new = torch.maximum(m, s.max(dim=-1, keepdim=True).values)
+        p, alpha = (s - m_new).exp(), (m - m_new).exp() if rescale else torch.ones_like(m)
+        l, acc, m = l * alpha + p.sum(-1, keepdim=True), acc * alpha + p @ v[start:start + block], m_new
+    return acc / l if normalise else acc
+
+
 PIECES: dict[str, Piece] = {p.name: p for p in (
     Piece("embedding_parameters", "function", _embedding_parameters,
-          lambda g: tuple(int(n) for n in torch.randint(2, 300, (3,), generator=g)),
+          lambda g, trial: tuple(int(n) for n in torch.randint(2, 300, (3,), generator=g)),
           mistakes=(("V x H, the table without factorization", lambda V, E, H: V * H),
                     ("V x E + E x H without the projection's H biases", lambda V, E, H: V * E + E * H))),
     Piece("factorized_embedding", "module", lambda cfg: _eval(FactorizedEmbedding(cfg)), _embedding_inputs,
           build=lambda cls, cfg, ref: cls(cfg)),
-    Piece("split_heads", "function", split_heads, lambda g: (_randn(g, 2, 5, 12), 3),
+    Piece("split_heads", "function", split_heads, lambda g, trial: (_randn(g, 2, 5, 12), 3),
           mistakes=(("reshaping to (B, h, N, d) directly instead of (B, N, h, d) then transposing",
                      lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1)),)),
-    Piece("merge_heads", "function", merge_heads, lambda g: (_randn(g, 2, 3, 5, 4),),
+    Piece("merge_heads", "function", merge_heads, lambda g, trial: (_randn(g, 2, 3, 5, 4),),
           mistakes=(("reshaping (B, h, N, d) to (B, N, H) without transposing h and N back first",
                      lambda x: x.reshape(x.shape[0], x.shape[2], -1)),)),
     Piece("attention", "function", math_attention, _attention_inputs,
@@ -173,7 +318,7 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
                      lambda ref, x, attend: ref.groups[0][0](x, attend)),)),
     Piece("mlm_head", "module", lambda cfg: _eval(MaskedLMHead(cfg, nn.Embedding(cfg.vocab_size,
                                                                                 cfg.embedding_size))),
-          lambda g: (_randn(g, 3, 5, CHECK_CONFIG.hidden_size),),
+          lambda g, trial: (_randn(g, 3, 5, CHECK_CONFIG.hidden_size),),
           build=lambda cls, cfg, ref: cls(cfg, nn.Embedding(cfg.vocab_size, cfg.embedding_size)),
           rename=(("decoder_weight", "word_embeddings.weight"),),
           mistakes=(("the exact erf GELU instead of the tanh approximation",
@@ -182,6 +327,42 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
     Piece("sentence_loss", "function", _sentence_loss, _sentence_loss_inputs,
           mistakes=(("the loss summed over the batch instead of averaged",
                      lambda p, y, head: F.cross_entropy(head(p), y, reduction="sum")),)),
+    # lesson 04
+    Piece("ngram_probabilities", "function", ngram_probabilities, lambda g, trial: (trial + 2,),
+          mistakes=(("p(n) proportional to n (long spans favoured)",
+                     lambda n: [k / sum(range(1, n + 1)) for k in range(1, n + 1)]),
+                    ("equal probabilities", lambda n: [1 / n] * n))),
+    Piece("whole_words", "function", whole_words, _whole_words_inputs,
+          mistakes=(("counting the special tokens as words",
+                     lambda ids, vocab: [[p] for p in range(len(ids))]),)),
+    Piece("corrupt", "property", _corrupt_shares, lambda g, trial: ()),
+    Piece("sop_pair", "function", _sop_pair, _pair_inputs,
+          mistakes=(("label 0 for the swapped order (the package: 1 = swapped)",
+                     lambda a, b, o, swap: (b, a, 0) if swap else (a, b, 1)),)),
+    Piece("nsp_pair", "function", _nsp_pair, _pair_inputs,
+          mistakes=(("label 0 for a random B (the package: 1 = B from another document)",
+                     lambda a, b, o, r: (a, o, 0) if r else (a, b, 1)),
+                    ("swapping A and B (that is SOP's negative, not NSP's)",
+                     lambda a, b, o, r: (b, a, 1) if r else (a, b, 0)))),
+    # lesson 05
+    Piece("trust_ratio", "function", trust_ratio, _trust_ratio_inputs,
+          mistakes=(("the inverse ratio ||u|| / ||w||",
+                     lambda w, u: torch.where((w.norm() > 0) & (u.norm() > 0), u.norm() / w.norm(), 1.0)),)),
+    Piece("mask_accuracy", "function", _mask_accuracy, _mask_accuracy_inputs),
+    Piece("unigram_accuracy", "function", _unigram_accuracy, _unigram_inputs,
+          mistakes=(("guessing the held-out split's most frequent token (a baseline may read only the "
+                     "training split)", lambda train, held: _unigram_accuracy(held, held)),)),
+    Piece("training_step", "property", _training_step_check, lambda g, trial: ()),
+    # lesson 07
+    Piece("classifier", "module", lambda cfg: _eval(AlbertForSequenceClassification(cfg, 3)),
+          _classifier_inputs, build=lambda cls, cfg, ref: cls(cfg, 3), output=lambda out: out.logits,
+          mistakes=(("reading [CLS]'s last hidden state without the pooler (dense + tanh)", _unpooled),)),
+    # lesson 10
+    Piece("online_softmax", "function", _full_softmax_attention, _online_inputs,
+          mistakes=(("not rescaling the running sum and accumulator when the maximum grows",
+                     lambda *a: _online_variant(*a, rescale=False)),
+                    ("not dividing the accumulator by the running sum at the end",
+                     lambda *a: _online_variant(*a, normalise=False)))),
 )}
 
 
@@ -208,13 +389,38 @@ def difference(yours, theirs) -> str | None:
         off = ~torch.isclose(yours, theirs, rtol=RTOL, atol=ATOL, equal_nan=True)
         if not off.any():
             return None
+        if theirs.dim() == 0:
+            return f"yours {yours.item():.4g}, the package's {theirs.item():.4g}"
         at = [int(i) for i in off.nonzero()[0]]
         return (f"values differ at {at}: yours {yours[tuple(at)].item():.4g}, the package's "
                 f"{theirs[tuple(at)].item():.4g} ({int(off.sum())} of {off.numel()} values differ, by up to "
                 f"{(yours - theirs).abs().nan_to_num(math.inf).max().item():.2g})")
-    if yours != theirs:
-        return f"yours gives {yours!r}, the package's {theirs!r}"
+    if (floats := _floats(theirs)) is not None:          # float results: equal up to rounding
+        if (mine := _floats(yours, strict=False)) is None:
+            return f"it returns {_short(yours)}, the package's {_short(theirs)}"
+        return difference(mine, floats)
+    if yours != theirs:                                    # everything else (ints, lists of ids): exactly
+        return f"yours gives {_short(yours)}, the package's {_short(theirs)}"
     return None
+
+
+def _floats(x, strict: bool = True) -> torch.Tensor | None:
+    """A float, a 0-dim tensor or a list of numbers with a float in it, as a float64 tensor; else None
+    (strict=False: any number or list of numbers)."""
+    numbers = x if isinstance(x, (list, tuple)) else [x]
+    if not numbers or not all(isinstance(v, (int, float, torch.Tensor)) and not isinstance(v, bool)
+                              and getattr(v, "ndim", 0) == 0 for v in numbers):
+        return None
+    if strict and not any(isinstance(v, float) or isinstance(v, torch.Tensor) and v.is_floating_point()
+                          for v in numbers):
+        return None
+    values = torch.tensor([float(v) for v in numbers], dtype=torch.float64)
+    return values if isinstance(x, (list, tuple)) else values[0]
+
+
+def _short(x, limit: int = 80) -> str:
+    text = repr(x)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _largest(yours, theirs) -> float:
@@ -249,27 +455,38 @@ def _load_package_weights(mine: nn.Module, package: nn.Module, rename: tuple) ->
     return None
 
 
-def _trial_function(piece: Piece, fn: Callable, g: torch.Generator) -> tuple[str | None, float, tuple]:
-    inputs = piece.inputs(g)
+def _mistake(piece: Piece, yours, inputs: tuple, package=None) -> str:
+    """'; that is what <mistake> gives' when the wrong output matches a known mistake's, else ''."""
+    for what, variant in piece.mistakes:
+        with torch.no_grad():
+            wrong = variant(package, *inputs) if package is not None else variant(*inputs)
+        if difference(yours, wrong) is None:
+            return f"; that is what {what} gives"
+    return ""
+
+
+def _trial_function(piece: Piece, fn: Callable, g: torch.Generator, trial: int) -> tuple[str | None, float]:
+    inputs = piece.inputs(g, trial)
     theirs = piece.reference(*inputs)
     yours = fn(*inputs)
-    problem = difference(yours, theirs)
-    return problem, 0.0 if problem else _largest(yours, theirs), (yours, inputs, None)
+    if (problem := difference(yours, theirs)) is not None:
+        return problem + _mistake(piece, yours, inputs), 0.0
+    return None, _largest(yours, theirs)
 
 
-def _trial_module(piece: Piece, cls: type, g: torch.Generator) -> tuple[str | None, float, tuple]:
+def _trial_module(piece: Piece, cls: type, g: torch.Generator, trial: int) -> tuple[str | None, float]:
     package = piece.reference(CHECK_CONFIG)
     _randomize(package, g)
     mine = piece.build(cls, CHECK_CONFIG, package)
     if not isinstance(mine, nn.Module):
-        return f"it builds a {type(mine).__name__}, not an nn.Module", 0.0, (None, (), package)
+        return f"it builds a {type(mine).__name__}, not an nn.Module", 0.0
     if (problem := _load_package_weights(mine, package, piece.rename)) is not None:
-        return problem, 0.0, (None, (), package)
+        return problem, 0.0
     mine.eval()
-    inputs = piece.inputs(g)
+    inputs = piece.inputs(g, trial)
     theirs, yours = piece.output(package(*inputs)), mine(*inputs)
     if (problem := difference(yours, theirs)) is not None:
-        return problem, 0.0, (yours, inputs, package)
+        return problem + _mistake(piece, yours, inputs, package), 0.0
     weights = _randn(g, *theirs.shape)                      # a random loss, so every gradient is tested
     (theirs * weights).sum().backward()
     (yours * weights).sum().backward()
@@ -277,24 +494,17 @@ def _trial_module(piece: Piece, cls: type, g: torch.Generator) -> tuple[str | No
     for name, p in package.named_parameters():
         name = _learner_name(name, piece.rename)
         if (g_yours := mine_params[name].grad) is None:
-            problem = f"parameter {name} gets no gradient: the output does not use it"
-        else:
-            problem = difference(g_yours, p.grad)
-            problem = problem and f"the outputs agree but the gradient of {name} differs: {problem}"
-        if problem:
-            return problem, 0.0, (None, (), package)
-    return None, _largest(yours, theirs), (yours, inputs, package)
+            return f"parameter {name} gets no gradient: the output does not use it", 0.0
+        if (problem := difference(g_yours, p.grad)) is not None:
+            return f"the outputs agree but the gradient of {name} differs: {problem}", 0.0
+    return None, _largest(yours, theirs)
 
 
-def _named_mistake(piece: Piece, yours, inputs: tuple, package) -> str:
-    if yours is None:
-        return ""
-    for what, variant in piece.mistakes:
-        with torch.no_grad():
-            wrong = variant(package, *inputs) if piece.kind == "module" else variant(*inputs)
-        if difference(yours, wrong) is None:
-            return f"; that is what {what} gives"
-    return ""
+def _trial_property(piece: Piece, fn: Callable, g: torch.Generator, trial: int) -> tuple[str | None, float]:
+    return piece.reference(fn, g, trial)
+
+
+TRIAL_KINDS = {"function": _trial_function, "module": _trial_module, "property": _trial_property}
 
 
 def check(name: str, yours, trials: int = TRIALS, seed: int = 0) -> bool:
@@ -307,11 +517,10 @@ def check(name: str, yours, trials: int = TRIALS, seed: int = 0) -> bool:
         raise ValueError(f"unknown piece {name!r}; the pieces: {', '.join(PIECES)}")
     piece = PIECES[name]
     g = torch.Generator().manual_seed(seed)
-    trial = _trial_module if piece.kind == "module" else _trial_function
     largest = 0.0
-    for _ in range(trials):
+    for trial in range(trials):
         try:
-            problem, diff, (output, inputs, package) = trial(piece, yours, g)
+            problem, diff = TRIAL_KINDS[piece.kind](piece, yours, g, trial)
         except NotImplementedError as e:
             print(f"{name}: not written yet ({e}); the rest of the lesson uses the package's version")
             return False
@@ -321,7 +530,7 @@ def check(name: str, yours, trials: int = TRIALS, seed: int = 0) -> bool:
                   "uses the package's version")
             return False
         if problem is not None:
-            print(f"{name}: wrong: {problem}{_named_mistake(piece, output, inputs, package)}")
+            print(f"{name}: wrong: {problem}")
             return False
         largest = max(largest, diff)
     print(f"{name}: right: matches the package on {trials} random inputs (largest difference {largest:.1g})")

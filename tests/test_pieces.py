@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minialbert.model import TransformerLayer
+from minialbert.model import AlbertModel, TransformerLayer
 from minialbert.pieces import PIECES, check
 
 # ------------------------------------------------------------------ pieces written as a learner would
@@ -94,9 +94,94 @@ def sentence_loss(pooled, labels, head):
     return F.cross_entropy(head(pooled), labels)
 
 
+def ngram_probabilities(max_n):
+    weights = [1 / n for n in range(1, max_n + 1)]
+    return [w / sum(weights) for w in weights]
+
+
+def whole_words(input_ids, vocab):
+    words, after_special = [], True
+    for position, token in enumerate(input_ids):
+        if vocab.is_special[token]:
+            after_special = True
+            continue
+        if after_special or vocab.is_word_start[token]:
+            words.append([position])
+        else:
+            words[-1].append(position)
+        after_special = False
+    return words
+
+
+def corrupt(token, vocab, rng):
+    r = rng.random()
+    return vocab.mask_id if r < 0.8 else rng.choice(vocab.random_ids) if r < 0.9 else token
+
+
+def sop_pair(a, b, other, swap):
+    return (b, a, 1) if swap else (a, b, 0)
+
+
+def nsp_pair(a, b, other, use_random):
+    return (a, other, 1) if use_random else (a, b, 0)
+
+
+def trust_ratio(weight, update):
+    w, u = weight.norm(), update.norm()
+    return w / u if w > 0 and u > 0 else torch.tensor(1.0)
+
+
+def mask_accuracy(logits, labels):
+    return (logits.argmax(-1) == labels).float().mean().item()
+
+
+def unigram_accuracy(train_targets, heldout_targets):
+    return (heldout_targets == torch.bincount(train_targets).argmax()).float().mean().item()
+
+
+def training_step(model, batch, optimizer, scheduler, clip_norm, zero=True, clip=True, schedule=True):
+    loss = model(**batch).loss
+    loss.backward()
+    if clip:
+        nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    optimizer.step()
+    if schedule:
+        scheduler.step()
+    if zero:
+        optimizer.zero_grad()
+    return loss.item()
+
+
+class MyClassifier(nn.Module):
+    def __init__(self, cfg, num_labels):
+        super().__init__()
+        self.albert = AlbertModel(cfg)
+        self.classifier = nn.Linear(cfg.hidden_size, num_labels)
+
+    def forward(self, input_ids, token_type_ids, attention_mask):
+        return self.classifier(self.albert(input_ids, token_type_ids, attention_mask).pooled_output)
+
+
+def online_softmax(q, k, v, block):
+    m = torch.full((q.shape[0], 1), float("-inf"))
+    total, acc = torch.zeros(q.shape[0], 1), torch.zeros_like(q)
+    for start in range(0, k.shape[0], block):
+        scores = q @ k[start:start + block].T / math.sqrt(q.shape[-1])
+        m_new = torch.maximum(m, scores.max(-1, keepdim=True).values)
+        p, alpha = (scores - m_new).exp(), (m - m_new).exp()
+        total, acc = total * alpha + p.sum(-1, keepdim=True), acc * alpha + p @ v[start:start + block]
+        m = m_new
+    return acc / total
+
+
 RIGHT = {"embedding_parameters": embedding_parameters, "factorized_embedding": MyFactorizedEmbedding,
          "split_heads": split_heads, "merge_heads": merge_heads, "attention": attention, "layer": MyLayer,
-         "shared_encoder": MyEncoder, "mlm_head": MyMLMHead, "sentence_loss": sentence_loss}
+         "shared_encoder": MyEncoder, "mlm_head": MyMLMHead, "sentence_loss": sentence_loss,
+         "ngram_probabilities": ngram_probabilities, "whole_words": whole_words, "corrupt": corrupt,
+         "sop_pair": sop_pair, "nsp_pair": nsp_pair, "trust_ratio": trust_ratio,
+         "mask_accuracy": mask_accuracy,
+         "unigram_accuracy": unigram_accuracy, "training_step": training_step, "classifier": MyClassifier,
+         "online_softmax": online_softmax}
 
 
 def verdict(capsys, name, piece) -> tuple[bool, str]:
@@ -228,6 +313,22 @@ def test_the_pad_row_must_get_no_gradient(capsys):
             self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.embedding_size)
     ok, out = verdict(capsys, "factorized_embedding", NoPaddingIdx)
     assert not ok and "the gradient of word_embeddings.weight differs: values differ at [0, 0]" in out
+
+
+@pytest.mark.parametrize("forgot", ["zero", "clip", "schedule"])
+def test_a_training_step_missing_a_part_is_caught(capsys, forgot):
+    def step(*args):
+        return training_step(*args, **{forgot: False})
+    ok, out = verdict(capsys, "training_step", step)
+    assert not ok and out.startswith("training_step: wrong: ") and "differs" in out, out
+
+
+def test_corrupt_with_the_wrong_shares_is_caught(capsys):
+    def seventy_twenty_ten(token, vocab, rng):
+        r = rng.random()
+        return vocab.mask_id if r < 0.7 else rng.choice(vocab.random_ids) if r < 0.9 else token
+    ok, out = verdict(capsys, "corrupt", seventy_twenty_ten)
+    assert not ok and "[MASK] 0.70" in out and "ALBERT's are 0.8 / 0.1 / 0.1" in out, out
 
 
 def test_an_unknown_piece_is_an_error():
