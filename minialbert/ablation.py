@@ -21,6 +21,10 @@ far a classifier that sees nothing but the two segment lengths gets; `length_mat
 held-out examples on which it is exactly at chance (as many of each label in every (len A, len B)
 cell), and the sentence accuracies are reported on both sets. The `sop-balanced` arm is trained on
 pairs chosen the same way (`pretraining_data.length_balanced`), so it cannot learn the cue at all.
+Where a segment is cut is a second cue: truncation trims the longer segment (usually the second run)
+at a random end, so it often ends mid-sentence while the other ends at a sentence end. `segment_ends`
+reads each segment's end type from its tokens, `end_shortcut` measures how far that alone gets, and
+`length_matched` given the tokenizer also matches end types, so neither cue says anything there.
 
 Curves: NSP and SOP accuracy over training from the checkpoints each entry kept (the step at which
 each crosses 60% and at which its interval leaves chance). Downstream: every arm and seed fine-tuned
@@ -30,6 +34,7 @@ on the offline single-sentence and sentence-pair tasks (`finetune.learning_curve
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Sequence
 
@@ -44,13 +49,16 @@ from .course import course_pretraining_data, course_tokenizer
 from .evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics
 from .finetune import FinetuneArgs, curve_summary, learning_curve
 from .model import AlbertForPretraining
-from .pretraining_data import PretrainingDataset, collate, length_balanced
+from .pretraining_data import PretrainingDataset, collate, length_balanced, unmasked_ids
 from .scale import Scale
 from .tasks import load_task
+from .tokenizer import Tokenizer
 
 ARMS = (*OBJECTIVES, "sop-balanced")      # each objective, and SOP on length-balanced pairs
 SENTENCE_TASKS = ("nsp", "sop")
 DOWNSTREAM_TASKS = ("shuffled-words", "next-sentence")      # one single-sentence task, one pair task
+SENTENCE_FINAL = re.compile(r"""[.!?:]["'’”»)\]]*$""")   # a piece that ends a sentence: . ! ? :, closers
+CLOSING = re.compile(r"""["'’”»)\]]+""")                   # a piece that only closes: quotes, brackets
 # The paper's Table 5 (ALBERT-base, all-shared, its full pretraining): intrinsic accuracies in %.
 PAPER_TABLE5 = {
     "mlm": {"mlm": 54.9, "nsp": 52.4, "sop": 53.3, "downstream_avg": 79.0},
@@ -119,8 +127,43 @@ def segment_lengths(dataset: PretrainingDataset) -> torch.Tensor:
     return torch.stack([dataset.lengths - b - 2, b - 1], dim=1)           # minus [CLS], [SEP]; minus [SEP]
 
 
-def _cells(lengths: torch.Tensor) -> torch.Tensor:
-    return lengths[:, 0] * 10_000 + lengths[:, 1]                          # one id per (len A, len B)
+def segment_ends(dataset: PretrainingDataset, tokenizer: Tokenizer) -> torch.Tensor:
+    """(E, 2) bool: whether segment A and segment B of every pair end at a sentence end.
+
+    Examples do not store where truncation cut a segment, so this reads the text before masking: a
+    segment ends at a sentence end when its last piece, past any closing quotes or brackets, ends in
+    '.', '!', '?' or ':'. Every sentence of the course corpus's valid split does, and about 1% of cuts at
+    random places within its sentences do (just after "e.g.", "os."): it is the end as the text shows
+    it, the cue as a model could read it.
+    """
+    pieces = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)]
+    kind = torch.tensor([2 if CLOSING.fullmatch(p) else int(bool(SENTENCE_FINAL.search(p))) for p in pieces])
+    lengths = segment_lengths(dataset)                                                          # (E, 2)
+    last = torch.stack([dataset.offsets[:-1] + lengths[:, 0], dataset.offsets[1:] - 2], dim=1)  # (E, 2)
+    back = torch.arange(4)                               # room for three closing pieces after the end
+    at = (last[..., None] - back).clamp(min=0)                                                  # (E, 2, 4)
+    ids = unmasked_ids({"input_ids": dataset.input_ids[at], "mlm_labels": dataset.mlm_labels[at]})
+    kinds = torch.where(back < lengths[..., None], kind[ids.long()], 0)     # 0 outside the segment
+    word = (kinds != 2).int().argmax(-1, keepdim=True)             # the last piece that does not close
+    return kinds.gather(-1, word).squeeze(-1) == 1
+
+
+def _shortcut(train_cells: torch.Tensor, train: PretrainingDataset, test_cells: torch.Tensor,
+              test: PretrainingDataset, indices: Sequence[int] | None, name: str) -> dict:
+    """sentence_metrics on `test` of the rule that answers, in every cell, the label seen most often there
+    in `train` (unseen cells and ties: the majority label)."""
+    labels = train.sentence_labels.long()
+    keys, inverse = train_cells.unique(return_inverse=True)
+    ones = torch.zeros(len(keys)).index_add_(0, inverse, labels.float())
+    counts = torch.bincount(inverse, minlength=len(keys)).float()
+    majority = int(labels.float().mean() > 0.5)
+    cell_label = torch.where(ones * 2 == counts, majority, (ones * 2 > counts).long())
+    at = torch.searchsorted(keys, test_cells).clamp(max=len(keys) - 1)
+    predicted = torch.where(keys[at] == test_cells, cell_label[at], majority)
+    truth = test.sentence_labels.long()
+    if indices is not None:
+        predicted, truth = predicted[list(indices)], truth[list(indices)]
+    return sentence_metrics(predicted, truth, f"{test.objective} from {name}")
 
 
 def length_shortcut(train: PretrainingDataset, test: PretrainingDataset,
@@ -128,26 +171,47 @@ def length_shortcut(train: PretrainingDataset, test: PretrainingDataset,
     """The best a classifier reading only the two segment lengths can do: for every (len A, len B)
     cell, the label seen most often there in training (unseen cells: the majority label). Returns its
     sentence_metrics on `test` (or on its examples at `indices`)."""
-    cells, labels = _cells(segment_lengths(train)), train.sentence_labels.long()
-    keys, inverse = cells.unique(return_inverse=True)
-    ones = torch.zeros(len(keys)).index_add_(0, inverse, labels.float())
-    counts = torch.bincount(inverse, minlength=len(keys)).float()
-    majority = int(labels.float().mean() > 0.5)
-    cell_label = torch.where(ones * 2 == counts, majority, (ones * 2 > counts).long())
-    test_cells = _cells(segment_lengths(test))
-    at = torch.searchsorted(keys, test_cells).clamp(max=len(keys) - 1)
-    predicted = torch.where(keys[at] == test_cells, cell_label[at], majority)
-    truth = test.sentence_labels.long()
-    if indices is not None:
-        predicted, truth = predicted[list(indices)], truth[list(indices)]
-    return sentence_metrics(predicted, truth, f"{test.objective} from segment lengths")
+    def cells(dataset: PretrainingDataset) -> torch.Tensor:
+        lengths = segment_lengths(dataset)
+        return lengths[:, 0] * 10_000 + lengths[:, 1]                      # one id per (len A, len B)
+    return _shortcut(cells(train), train, cells(test), test, indices, "segment lengths")
 
 
-def length_matched(dataset: PretrainingDataset, seed: int = 0) -> list[int]:
+def end_shortcut(train: PretrainingDataset, test: PretrainingDataset, tokenizer: Tokenizer,
+                 indices: Sequence[int] | None = None) -> dict:
+    """The best a rule reading only where the two segments end (`segment_ends`) can do: in each of the
+    four (end of A, end of B) cells, the label seen most often there in training. Returns its
+    sentence_metrics on `test` (or on its examples at `indices`) with "cells": for each cell of the test
+    pairs, {"n", "label_1_share"} (label 1: swapped in SOP, another document's B in NSP). To measure
+    the cue within one set (the training pairs after balancing, say) pass it as train and as test:
+    with four cells, fitting where one reads inflates the result by almost nothing."""
+    train_cells = segment_ends(train, tokenizer).long() @ torch.tensor([2, 1])               # 0..3
+    test_ends = segment_ends(test, tokenizer)
+    result = _shortcut(train_cells, train, test_ends.long() @ torch.tensor([2, 1]), test, indices,
+                       "segment ends")
+    at = list(range(len(test))) if indices is None else list(indices)
+    ends, labels = test_ends[at], test.sentence_labels[at].float()
+    end_type = {True: "sentence end", False: "mid-sentence"}
+    result["cells"] = {}
+    for end_a in (True, False):
+        for end_b in (True, False):
+            inside = (ends[:, 0] == end_a) & (ends[:, 1] == end_b)
+            share = labels[inside].mean().item() if inside.any() else None
+            result["cells"][f"A {end_type[end_a]}, B {end_type[end_b]}"] = {"n": int(inside.sum()),
+                                                                             "label_1_share": share}
+    return result
+
+
+def length_matched(dataset: PretrainingDataset, seed: int = 0,
+                   tokenizer: Tokenizer | None = None) -> list[int]:
     """Indices of a subset on which segment lengths say nothing about the label: in every (len A, len B)
-    cell, as many examples of each label (a seeded choice of the more frequent one's)."""
-    return length_balanced(segment_lengths(dataset).tolist(), dataset.sentence_labels.tolist(),
-                           random.Random(seed))
+    cell, as many examples of each label (a seeded choice of the more frequent one's). Given the
+    tokenizer, the cells also match where each segment is cut (`segment_ends`), so on the subset neither
+    the lengths nor the end types say anything: the cleaner control."""
+    cells = segment_lengths(dataset)
+    if tokenizer is not None:
+        cells = torch.cat([cells, segment_ends(dataset, tokenizer).long()], dim=1)  # (len A, len B, ends)
+    return length_balanced(cells.tolist(), dataset.sentence_labels.tolist(), random.Random(seed))
 
 
 # ------------------------------------------------------------------------------- measurements
@@ -262,7 +326,8 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
     t0 = time.perf_counter()
     data = {objective: heldout(objective, scale) for objective in OBJECTIVES}
     probe_train = {task: course_pretraining_data(task, "train", scale) for task in SENTENCE_TASKS}
-    matched = {task: length_matched(data[task]) for task in SENTENCE_TASKS}
+    tokenizer = course_tokenizer(scale)
+    matched = {task: length_matched(data[task], tokenizer=tokenizer) for task in SENTENCE_TASKS}
     result = {"scale": scale.name, "arms": list(arms), "seeds": list(range(seeds)),
               "heldout": {task: {"examples": len(d), "length_matched": len(matched.get(task, []))}
                           for task, d in data.items()},
@@ -270,7 +335,10 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
               "downstream_labels": settings["downstream_labels"], "paper": PAPER_TABLE5,
               "shortcut": {task: {"all": length_shortcut(probe_train[task], data[task]),
                                   "length_matched": length_shortcut(probe_train[task], data[task],
-                                                                    matched[task]) if matched[task] else None}
+                                                                    matched[task]) if matched[task] else None,
+                                  "ends": end_shortcut(probe_train[task], data[task], tokenizer),
+                                  "ends_matched": end_shortcut(probe_train[task], data[task], tokenizer,
+                                                               matched[task]) if matched[task] else None}
                            for task in SENTENCE_TASKS},
               "runs": [], "curves": {}, "downstream": []}
     models = {(arm, seed): zoo.load(arm_entry(arm, seed), scale, progress=progress)
@@ -289,7 +357,6 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
             if model.sentence_head is not None and len(kept) >= scale.zoo_evals:
                 curve = sentence_curve(kept, data, settings["curve_examples"])
                 result["curves"][arm_entry(arm, seed)] = [{"arm": arm, **point} for point in curve]
-    tokenizer = course_tokenizer(scale)
     for name in downstream:
         task = load_task(name, scale)
         for (arm, seed), model in models.items():

@@ -1,27 +1,41 @@
 """The NSP vs SOP ablation: segment lengths, the length shortcut and its matched set, probes, the CLI."""
 
 import json
+import random
 
 import pytest
 import torch
 
 from minialbert import ablation
 from minialbert.__main__ import main
+from minialbert.course import SHIPPED_DIR
+from minialbert.masking import MaskingVocab
 from minialbert.model import IGNORE_INDEX
-from minialbert.pretraining_data import PretrainingDataset
+from minialbert.pretraining_data import PretrainingDataset, examples_from_token_documents
 from minialbert.scale import SCALES
-from minialbert.tokenizer import CLS_ID, SEP_ID
+from minialbert.tokenizer import CLS_ID, MASK_ID, SEP_ID, Tokenizer
+
+TOKENIZER = Tokenizer.load(SHIPPED_DIR / "course-4000.model")
+
+
+def token_pairs(segments, labels, objective="sop", masked=()):
+    """[CLS] A [SEP] B [SEP] examples of the given (A ids, B ids) and sentence labels; the flat positions
+    in `masked` show [MASK] (their label the original token)."""
+    ids, types, offsets = [], [], [0]
+    for a, b in segments:
+        ids += [CLS_ID, *a, SEP_ID, *b, SEP_ID]
+        types += [0] * (len(a) + 2) + [1] * (len(b) + 1)
+        offsets.append(len(ids))
+    ids, mlm_labels = torch.tensor(ids), torch.full((len(ids),), IGNORE_INDEX)
+    for at in masked:
+        mlm_labels[at], ids[at] = ids[at], MASK_ID
+    return PretrainingDataset(ids, torch.tensor(types), mlm_labels, torch.tensor(offsets),
+                              torch.tensor(labels), objective, 64)
 
 
 def pairs(lengths, labels, objective="sop"):
     """[CLS] A [SEP] B [SEP] examples with the given (len A, len B) and sentence labels (tokens are 7s)."""
-    ids, types, offsets = [], [], [0]
-    for a, b in lengths:
-        ids += [CLS_ID, *[7] * a, SEP_ID, *[7] * b, SEP_ID]
-        types += [0] * (a + 2) + [1] * (b + 1)
-        offsets.append(len(ids))
-    return PretrainingDataset(torch.tensor(ids), torch.tensor(types), torch.full((len(ids),), IGNORE_INDEX),
-                              torch.tensor(offsets), torch.tensor(labels), objective, 64)
+    return token_pairs([([7] * a, [7] * b) for a, b in lengths], labels, objective)
 
 
 def test_segment_lengths_and_joined_datasets():
@@ -57,6 +71,67 @@ def test_length_shortcut_finds_a_length_cue_and_the_matched_set_removes_it():
         ablation.segment_lengths(PretrainingDataset(torch.tensor([2, 7, 3]), torch.zeros(3, dtype=torch.long),
                                                     torch.full((3,), IGNORE_INDEX), torch.tensor([0, 3]),
                                                     None, "mlm", 64))
+
+
+def test_segment_ends_read_where_each_segment_is_cut():
+    encode = TOKENIZER.encode
+    segments = [(encode("it works."), encode("call it now")),
+                (encode('is it "done."'), encode("yes (see fig. 3).")),          # closing quote, bracket
+                (encode("for example:"), encode('it ends. "')),                   # an opening quote: mid
+                (encode("what? ok!"), encode("e.g")),
+                (encode("x"), encode("."))]                                       # one-piece segments
+    expected = [[True, False], [True, True], [True, False], [True, False], [False, True]]
+    assert ablation.segment_ends(token_pairs(segments, [0] * 5), TOKENIZER).tolist() == expected
+    last_of_a = 1 + len(segments[0][0]) - 1                 # the "." of "it works." shown as [MASK]
+    masked = token_pairs(segments, [0] * 5, masked=[last_of_a])
+    assert masked[0]["input_ids"][last_of_a] == MASK_ID
+    assert ablation.segment_ends(masked, TOKENIZER).tolist() == expected        # the text, not the mask
+
+
+def test_end_shortcut_measures_the_cut_cue_and_the_matched_set_removes_it():
+    word, dot = TOKENIZER.encode("cat")[0], TOKENIZER.piece_to_id(".")
+    end, mid = [word, word, dot], [word, word, word]            # the same length, cut differently
+    # in order: B (the longer run, truncated) often ends mid-sentence; swapped: A does
+    cells = [(end, mid, 0)] * 30 + [(end, end, 0)] * 10 + [(mid, end, 1)] * 30 + [(end, end, 1)] * 10
+    data = token_pairs([(a, b) for a, b, _ in cells], [label for *_, label in cells])
+    found = ablation.end_shortcut(data, data, TOKENIZER)
+    assert found["accuracy"] == 70 / 80 and found["task"] == "sop from segment ends"
+    assert found["predicted_shares"] == [50 / 80, 30 / 80] and found["label_shares"] == [0.5, 0.5]
+    assert found["cells"] == {"A sentence end, B sentence end": {"n": 20, "label_1_share": 0.5},
+                              "A sentence end, B mid-sentence": {"n": 30, "label_1_share": 0.0},
+                              "A mid-sentence, B sentence end": {"n": 30, "label_1_share": 1.0},
+                              "A mid-sentence, B mid-sentence": {"n": 0, "label_1_share": None}}
+    assert json.loads(json.dumps(found)) == found                            # the ablation's JSON holds it
+    assert ablation.length_shortcut(data, data)["accuracy"] == 0.5           # the lengths say nothing
+    assert ablation.length_matched(data) == list(range(80))                  # so lengths alone keep all
+    matched = ablation.length_matched(data, tokenizer=TOKENIZER)             # ends matched too
+    assert matched == list(range(30, 40)) + list(range(70, 80))
+    assert ablation.end_shortcut(data, data, TOKENIZER, matched)["accuracy"] == 0.5
+    assert ablation.length_matched(data, tokenizer=TOKENIZER) == matched      # seeded
+
+
+def test_sop_pairs_carry_an_end_cue_that_the_matched_set_removes():
+    rng = random.Random(0)
+    words = ["the", "model", "reads", "a", "sentence", "order", "of", "two", "runs", "text"]
+    documents = [[TOKENIZER.encode(" ".join(rng.choices(words, k=rng.randint(3, 12))) + ".")
+                  for _ in range(rng.randint(2, 8))] for _ in range(300)]
+    data = examples_from_token_documents(documents, MaskingVocab.from_tokenizer(TOKENIZER), "sop",
+                                         max_seq_len=32, seed=0)
+    ends, labels = ablation.segment_ends(data, TOKENIZER), data.sentence_labels
+    # the recipe's cue: truncation cuts the longer run, more often the second, so the first run more
+    # often ends at a sentence end, and the swap turns that into a cue to the order
+    first_run = torch.where(labels == 1, ends[:, 1], ends[:, 0])
+    second_run = torch.where(labels == 1, ends[:, 0], ends[:, 1])
+    assert first_run.float().mean() > second_run.float().mean() + 0.05
+    assert ablation.end_shortcut(data, data, TOKENIZER)["accuracy"] > 0.55
+    assert ablation.end_shortcut(data, data, TOKENIZER, ablation.length_matched(data))["accuracy"] > 0.52
+    matched = ablation.length_matched(data, tokenizer=TOKENIZER)        # lengths and ends matched: no cue
+    assert ablation.end_shortcut(data, data, TOKENIZER, matched)["accuracy"] == 0.5
+    assert ablation.length_shortcut(data, data, matched)["accuracy"] == 0.5
+    cells = torch.cat([ablation.segment_lengths(data), ends.long()], dim=1)[matched].tolist()
+    for cell in {tuple(c) for c in cells}:            # as many of each label in every (lengths, ends) cell
+        at = [i for i, c in zip(matched, cells) if tuple(c) == cell]
+        assert sum(int(labels[i]) for i in at) * 2 == len(at)
 
 
 def test_fit_logistic_separates_what_is_separable_and_not_noise():
