@@ -68,7 +68,8 @@ def _box(ax, x: float, y: float, w: float, h: float, text: str = "", face: str =
          edge: str = INK, size: float = BODY, lw: float = 1.2, ls: str = "-", round_: float = 0.06,
          gid: str | None = None, **text_kw):
     """A rounded box with its lower-left corner at (x, y) and centred text."""
-    patch = FancyBboxPatch((x, y), w, h, boxstyle=f"round,pad=0,rounding_size={round_}", facecolor=face,
+    style = f"round,pad=0,rounding_size={round_}" if round_ else "square,pad=0"
+    patch = FancyBboxPatch((x, y), w, h, boxstyle=style, facecolor=face,
                            edgecolor=edge, linewidth=lw, linestyle=ls)
     if gid:
         patch.set_gid(gid)
@@ -344,14 +345,14 @@ def draw_ngram_masking(seed: int = MASKING_SEED) -> Figure:
             k = span_of.get(i)
             _box(ax, x, y_text, widths[i], box_h, words[i], face=LIGHT if special else "white",
                  edge=SPAN_COLOURS[k % len(SPAN_COLOURS)] if k is not None else "#999999",
-                 lw=2.2 if k is not None else 0.8, size=size, round_=0.04)
+                 lw=2.2 if k is not None else 0.8, size=size, round_=0)
             if k is None:
                 _box(ax, x, y_input, widths[i], box_h, words[i], face=LIGHT if special else "white",
-                     edge="#999999", lw=0.8, size=size, round_=0.04, color=GREY)
+                     edge="#999999", lw=0.8, size=size, round_=0, color=GREY)
             else:
                 kind = replacement(pieces[i], shown[i])
                 _box(ax, x, y_input, widths[i], box_h, shown[i].replace("\u2581", ""), face=REPLACED[kind],
-                     edge=SPAN_COLOURS[k % len(SPAN_COLOURS)], lw=1.2, size=size, round_=0.04,
+                     edge=SPAN_COLOURS[k % len(SPAN_COLOURS)], lw=1.2, size=size, round_=0,
                      gid=f"ngram-input-{i}-{kind}")
                 ax.annotate("", (x + widths[i] / 2, y_input + box_h), (x + widths[i] / 2, y_text),
                             arrowprops=dict(arrowstyle="-|>", color=GREY, lw=0.8, shrinkA=1, shrinkB=1))
