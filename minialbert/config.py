@@ -40,7 +40,8 @@ class AlbertConfig:
     num_layers: int = 12                 # how many times a layer is applied
     num_heads: int = 12                  # H / num_heads = head dim (64 in the paper)
     intermediate_size: int = 3072        # FFN width, 4H in the paper
-    hidden_act: str = "gelu_new"         # gelu_new = tanh approximation (ALBERT); gelu = erf (BERT)
+    hidden_act: str = "gelu_new"         # gelu_new: tanh approximation (ALBERT, and Google's BERT code);
+                                         # gelu: exact erf (transformers' BERT, which the BERT presets follow)
     hidden_dropout_prob: float = 0.0     # ALBERT v2 uses no dropout; BERT uses 0.1
     attention_dropout_prob: float = 0.0
     classifier_dropout_prob: float = 0.1  # dropout before the SOP/NSP classifier (as in HF)

@@ -20,9 +20,9 @@ ID_DTYPES = (torch.int64, torch.int32)   # what nn.Embedding indexes with
 
 
 def activation(name: str):
-    if name == "gelu_new":   # ALBERT: tanh approximation of GELU (HF calls it gelu_new)
+    if name == "gelu_new":   # tanh approximation of GELU (HF's gelu_new): ALBERT, and Google's BERT code
         return lambda x: F.gelu(x, approximate="tanh")
-    if name == "gelu":       # BERT: exact erf GELU
+    if name == "gelu":       # exact erf GELU: transformers' BERT
         return F.gelu
     return F.relu
 
