@@ -127,6 +127,11 @@ def _angle_degrees(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.rad2deg(2 * torch.atan2((u - v).norm(dim=-1), (u + v).norm(dim=-1)))
 
 
+def transition(before: torch.Tensor, after: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """How far one layer moves each vector: (L2 distance, angle in degrees), (..., H) x 2 -> (...) x 2."""
+    return (after - before).norm(dim=-1), _angle_degrees(after, before)
+
+
 def _dimension_std(encoder, batches, device, progress) -> list[torch.Tensor]:
     """First pass for standardize: per layer, the std of every hidden dimension over all real tokens."""
     count, sums, squares = 0.0, None, None
@@ -178,8 +183,9 @@ def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "
             w = _chosen(mask, tokens)                                        # (B, N)
             per_token = w.sum(dim=1)                                         # (B,) chosen tokens per row
             rows = per_token > 0                                             # rows with something to average
-            l2 = torch.stack([(b - a).norm(dim=-1) for a, b in zip(states, states[1:])])      # (L, B, N)
-            angle = torch.stack([_angle_degrees(b, a) for a, b in zip(states, states[1:])])  # (L, B, N)
+            steps = [transition(a, b) for a, b in zip(states, states[1:])]
+            l2 = torch.stack([d for d, _ in steps])                              # (L, B, N)
+            angle = torch.stack([a for _, a in steps])                           # (L, B, N)
             per_seq = torch.stack([(l2 * w).sum(-1), (angle * w).sum(-1)])[..., rows]        # (2, L, B')
             per_seq = per_seq / per_token[rows]
             if sums is None:

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .analysis import transition
 from .config import CLS_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID, UNK_ID, AlbertConfig
 from .masking import MaskingVocab, ngram_probabilities, whole_words
 from .model import (
@@ -250,7 +251,17 @@ def _pretraining_batch(g, cfg: AlbertConfig) -> dict:
             "mlm_labels": labels, "sentence_labels": torch.randint(0, 2, (B,), generator=g)}
 
 
-# ------------------------------------------------------------------ lesson 07 and 10
+# ------------------------------------------------------------------ lesson 06, 07 and 10
+def _transition_inputs(g, trial):
+    before = _randn(g, 2, 5, 8).double()
+    after = before * 3 if trial == 2 else _randn(g, 2, 5, 8).double()    # trial 2: parallel vectors, angle 0
+    return before, after
+
+
+def _cosine_distance(before, after):
+    return (after - before).norm(dim=-1), 1 - F.cosine_similarity(after, before, dim=-1)
+
+
 def _classifier_inputs(g, trial):
     batch = _pretraining_batch(g, CHECK_CONFIG)
     return batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]
@@ -353,6 +364,11 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
           mistakes=(("guessing the held-out split's most frequent token (a baseline may read only the "
                      "training split)", lambda train, held: _unigram_accuracy(held, held)),)),
     Piece("training_step", "property", _training_step_check, lambda g, trial: ()),
+    # lesson 06
+    Piece("layer_transition", "function", transition, _transition_inputs,
+          mistakes=(("1 - cosine instead of the angle in degrees", _cosine_distance),
+                    ("the angle in radians",
+                     lambda b, a: (transition(b, a)[0], torch.deg2rad(transition(b, a)[1]))))),
     # lesson 07
     Piece("classifier", "module", lambda cfg: _eval(AlbertForSequenceClassification(cfg, 3)),
           _classifier_inputs, build=lambda cls, cfg, ref: cls(cfg, 3), output=lambda out: out.logits,
@@ -395,6 +411,13 @@ def difference(yours, theirs) -> str | None:
         return (f"values differ at {at}: yours {yours[tuple(at)].item():.4g}, the package's "
                 f"{theirs[tuple(at)].item():.4g} ({int(off.sum())} of {off.numel()} values differ, by up to "
                 f"{(yours - theirs).abs().nan_to_num(math.inf).max().item():.2g})")
+    if isinstance(theirs, tuple) and theirs and all(isinstance(t, torch.Tensor) for t in theirs):
+        if not isinstance(yours, (tuple, list)) or len(yours) != len(theirs):
+            return f"it returns {type(yours).__name__}, the package's a tuple of {len(theirs)} tensors"
+        for k, (mine, package) in enumerate(zip(yours, theirs)):
+            if (problem := difference(mine, package)) is not None:
+                return f"output {k + 1} of {len(theirs)}: {problem}"
+        return None
     if (floats := _floats(theirs)) is not None:          # float results: equal up to rounding
         if (mine := _floats(yours, strict=False)) is None:
             return f"it returns {_short(yours)}, the package's {_short(theirs)}"
@@ -424,6 +447,8 @@ def _short(x, limit: int = 80) -> str:
 
 
 def _largest(yours, theirs) -> float:
+    if isinstance(theirs, tuple):
+        return max((_largest(y, t) for y, t in zip(yours, theirs)), default=0.0)
     if not isinstance(theirs, torch.Tensor) or not theirs.numel():
         return 0.0
     return (yours.detach().double() - theirs.detach().double()).abs().max().item()

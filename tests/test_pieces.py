@@ -174,6 +174,11 @@ def online_softmax(q, k, v, block):
     return acc / total
 
 
+def layer_transition(before, after):
+    cosine = F.cosine_similarity(after, before, dim=-1).clamp(-1, 1)
+    return (after - before).norm(dim=-1), torch.rad2deg(torch.arccos(cosine))
+
+
 RIGHT = {"embedding_parameters": embedding_parameters, "factorized_embedding": MyFactorizedEmbedding,
          "split_heads": split_heads, "merge_heads": merge_heads, "attention": attention, "layer": MyLayer,
          "shared_encoder": MyEncoder, "mlm_head": MyMLMHead, "sentence_loss": sentence_loss,
@@ -181,7 +186,7 @@ RIGHT = {"embedding_parameters": embedding_parameters, "factorized_embedding": M
          "sop_pair": sop_pair, "nsp_pair": nsp_pair, "trust_ratio": trust_ratio,
          "mask_accuracy": mask_accuracy,
          "unigram_accuracy": unigram_accuracy, "training_step": training_step, "classifier": MyClassifier,
-         "online_softmax": online_softmax}
+         "online_softmax": online_softmax, "layer_transition": layer_transition}
 
 
 def verdict(capsys, name, piece) -> tuple[bool, str]:
