@@ -60,18 +60,19 @@ zoo: $(STAMP)
 figures: $(STAMP)
 	$(PY) -m minialbert figures
 
-# On a machine with a CUDA GPU: refuse in one line without one; the kernel tests compiled on the GPU
-# (bfloat16 and ALBERT-sized shapes included); then benchmarks/attention.py, ours vs SDPA's flash (unpadded)
-# and masked (padded) paths in one run, written with the GPU name and library versions to
-# assets/benchmarks/attention_<gpu>.json and assets/figures/attention_<gpu>.png.
+# On a machine with a CUDA GPU (without one: refuse in one line): the kernel tests compiled on the GPU
+# (bfloat16 and ALBERT-sized shapes included); benchmarks/attention.py, ours vs SDPA's flash (unpadded) and
+# masked (padded) paths in one run, to assets/benchmarks/attention_<gpu>.json and
+# assets/figures/attention_<gpu>.png; then benchmarks/gpu_check.py: the gpu-scale zoo entry albert-sop
+# (trained on the GPU, or read when built) and its smoothness figure, to assets/benchmarks/gpu_check_<gpu>.json
+# (held-out evaluation, seconds per step, the L2 / angle curves, GPU name and library versions) and
+# assets/figures/gpu_check_<gpu>_layer_transitions.png. Without a GPU, the gpu scale's code paths run shortened:
+# `MINIALBERT_DRY_RUN=1 $(PY) benchmarks/gpu_check.py` (README, Scales, the dry run; `pytest -k gpu_dry_run`).
 gpu-check: $(STAMP)
 	@$(PY) benchmarks/attention.py --check-gpu
 	$(PY) -m pytest -q tests/test_kernels.py tests/test_kernel_compile.py
 	$(PY) benchmarks/attention.py
-# Not here yet: one gpu-scale zoo entry and the smoothness figure (issue 29, item 4). What exists without a
-# GPU: the gpu scale's code paths at its real shapes, shortened, on a CPU (README, Scales, the dry run):
-#   MINIALBERT_SCALE=gpu MINIALBERT_DRY_RUN=1 $(PY) -m minialbert zoo --only albert-sop; tested by
-#   `pytest -k gpu_dry_run` (tests/test_gpu_dry_run.py, in make test).
+	$(PY) benchmarks/gpu_check.py
 
 lab: $(STAMP)
 	$(PY) -m jupyter lab $(NOTEBOOKS)

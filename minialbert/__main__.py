@@ -239,7 +239,9 @@ def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = course_tokenizer(scale)
     dataset = course_pretraining_data("mlm", args.split, scale)
-    ours = heldout_batches(dataset, args.sequences, args.batch_size)
+    sequences = args.sequences or scale.smoothness_sequences          # the scale's, as lesson 06's
+    batch_size = args.batch_size or scale.smoothness_batch
+    ours = heldout_batches(dataset, sequences, batch_size)
     models, sources = {}, {}                                    # name -> (model, batches); name -> origin
     for path in args.checkpoint:
         model = load_checkpoint(path, device)
@@ -250,8 +252,7 @@ def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
         name = _label(path, models)
         models[name], sources[name] = (model, ours), {"checkpoint": str(path)}
     for official in officials:
-        model, batches = official_model_batches(official, dataset, tokenizer, args.sequences,
-                                                args.batch_size)
+        model, batches = official_model_batches(official, dataset, tokenizer, sequences, batch_size)
         name = _label(Path(official), models)
         models[name], sources[name] = (model.to(device), batches), {"official": official}
     results = {}

@@ -229,13 +229,15 @@ def build_parser() -> Parser:
                          "vocab.txt)")
     sm.add_argument("--tokens", choices=["all", "cls"], default="all",
                     help="average over all non-padding tokens or [CLS] only (default: all)")
-    sm.add_argument("--sequences", type=positive_int, default=256,
-                    help="held-out sequences, a fixed seeded sample (default: 256)")
+    sm.add_argument("--sequences", type=positive_int,
+                    help="held-out sequences, a fixed seeded sample (default: the scale's "
+                         "smoothness_sequences, 1000 at course scale)")
     sm.add_argument("--standardize", action="store_true",
                     help="divide each hidden dimension by its std over the same data first")
     sm.add_argument("--split", choices=["valid", "test"], default="test",
                     help="held-out split (default: test)")
-    sm.add_argument("--batch-size", type=positive_int, default=16, help="default: 16")
+    sm.add_argument("--batch-size", type=positive_int,
+                    help="sequences per batch (default: the scale's smoothness_batch, 50 at course scale)")
     sm.add_argument("--paper-axes", action="store_true",
                     help="the paper's axis ranges (layers 1-24, L2 0-18, angle 0-45)")
     sm.add_argument("--out", type=directory,

@@ -48,6 +48,9 @@ class Scale:
     vocab_sweep: tuple = (1000, 2000, 4000, 6000)   # lesson 01: tokenizers trained side by side
     chain_steps: int = 400                 # lesson 05: steps of the synthetic permutation-chain check
     demo_steps: int = 400                  # lesson 05: steps of the small demonstration runs
+    demo_batch: int = 16                   # lesson 05: their batch size
+    demo_eval_examples: int = 500          # lesson 05: held-out examples scored after one of them
+    fill_in_sentences: int = 300           # lesson 05: held-out sentences with their middle word masked
     smoothness_sequences: int = 1000       # lesson 06: held-out sequences measured
     smoothness_batch: int = 50             # lesson 06: sequences per batch
     finetune_steps: int = 300              # a downstream fine-tuning run (lessons 07, 09, the ablation)
@@ -60,7 +63,7 @@ class Scale:
     long_finetune_warmup: int = 100        # lesson 07: the long from-scratch run (10x the steps)
     long_finetune_eval_every: int = 100
     probe_steps: int = 1000                # lesson 07's exercise: the linear probe's steps
-    finetune_seeds: int = 3                # lesson 09: fine-tuning seeds per model
+    finetune_seeds: int = 3                # lessons 07 and 09: fine-tuning seeds per point or model
     ablation_seeds: int = 3                # lesson 08: pretraining seeds per arm
     probe_examples: int = 2000             # the ablation: labelled pairs its linear probes fit on
     curve_examples: int = 1000             # the ablation: held-out pairs per point of its curves
@@ -69,6 +72,7 @@ class Scale:
     speed_repeats: int = 5                 # lesson 09: timed steps per model
     attention_seq_lens: tuple = (64, 128, 256, 512, 1024)   # lesson 10: the memory table's lengths
     kernel_check_len: int = 130            # lesson 10: sequence length of the padded-kernel check
+    fill_mask_sentences: int = 500         # lesson 11: held-out sentences with one word masked, scored
     narrow_by: int = 1                     # lesson 12: widths divided by this for the speed table
     lessons_read_results: bool = True      # lesson 08 reads the committed ablation JSON when present
     lessons_build_zoo: bool = False        # lessons may train a missing zoo entry (only where it is seconds)
@@ -124,10 +128,12 @@ DRY_RUN = dict(
     # The small corpus embedded in the package: no download. 800 of its train documents still train the
     # gpu scale's 6000-piece tokenizer (600 do not: SentencePiece stops at 5992 pieces); fewer
     # documents, or a larger vocabulary, fail with a one-line error naming the scale (course.py).
+    # Smoothness: 5 sequences in batches of 1 are the 5 batches lesson 06 splits into its 5 folds.
     corpus="pydocs", max_documents=800,
     batch_size=2, pretrain_steps=2, warmup_steps=1, eval_every=1, dupe_factor=1, zoo_steps=2, zoo_evals=2,
-    step_seconds=0.0, eval_examples=8, vocab_sweep=(1000, 6000), chain_steps=4, demo_steps=2,
-    smoothness_sequences=4, smoothness_batch=2, finetune_steps=2, finetune_warmup=1, finetune_eval_every=1,
+    step_seconds=0.0, eval_examples=8, vocab_sweep=(1000, 6000), chain_steps=4, demo_steps=2, demo_batch=2,
+    demo_eval_examples=8, fill_in_sentences=8, fill_mask_sentences=8,
+    smoothness_sequences=5, smoothness_batch=1, finetune_steps=2, finetune_warmup=1, finetune_eval_every=1,
     finetune_dev_examples=8, finetune_labels=8, label_sizes=(4, 8), few_label_sizes=(4, 8),
     long_finetune_warmup=1, long_finetune_eval_every=5, probe_steps=2, finetune_seeds=1, ablation_seeds=1,
     probe_examples=16, curve_examples=8, downstream_labels=8, speed_repeats=1, attention_seq_lens=(64, 128),

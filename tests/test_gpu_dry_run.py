@@ -9,8 +9,13 @@ run in `make test`. Every run writes into a temporary cache, never ~/.cache/mini
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,10 +165,10 @@ def test_gpu_dry_run_pretrain_evaluate_smoothness_finetune(gpu_dry, capsys):
     assert finite(evaluation["mlm"]) and 0 <= evaluation["mlm"]["mask"]["accuracy"] <= 1
 
     figures = gpu_dry / "figures"
-    paths = run(["smoothness", "--checkpoint", str(out), "--sequences", "2", "--batch-size", "2",
-                 "--quiet", "--out", str(figures)], capsys)
+    paths = run(["smoothness", "--checkpoint", str(out), "--quiet", "--out", str(figures)], capsys)
     numbers = json.loads(Path(paths["json"]).read_text())
     assert Path(paths["figure"]).stat().st_size > 0 and numbers["scale"] == dry.name
+    assert numbers["sequences"] == dry.smoothness_sequences            # the scale's sample, capped
     (layers,) = [r["layers"] for r in numbers["results"].values()]
     assert len(layers) == 12 and finite(numbers["results"])
 
@@ -207,3 +212,82 @@ def test_gpu_dry_run_figures_hands_the_lesson_its_dry_run(gpu_dry, monkeypatch):
     assert png.parent == figure_dir(dry) == ROOT / "assets" / "figures" / "gpu-dry"  # ignored by git
     written = json.loads(numbers.read_text())
     assert written["scale"] == dry.name and png.stat().st_size > 0 and finite(written["shares"])
+
+
+# ---------------------------------------------------------------- make gpu-check (issue 29, item 4)
+REPO = Path(__file__).resolve().parent.parent
+GPU_CHECK = REPO / "benchmarks" / "gpu_check.py"
+
+
+def load_gpu_check():
+    spec = importlib.util.spec_from_file_location("gpu_check", GPU_CHECK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_dry_run_make_gpu_check_runs_the_zoo_entry_and_smoothness_last():
+    """The recipe: the one-line refusal first, then the kernel tests, the attention benchmark, and
+    benchmarks/gpu_check.py (one gpu-scale zoo entry and the smoothness figure)."""
+    text = (REPO / "Makefile").read_text()
+    recipe = re.search(r"^gpu-check:.*\n((?:\t.*\n)+)", text, re.M).group(1).splitlines()
+    commands = [line.strip().lstrip("@") for line in recipe]
+    assert commands == ["$(PY) benchmarks/attention.py --check-gpu",
+                        "$(PY) -m pytest -q tests/test_kernels.py tests/test_kernel_compile.py",
+                        "$(PY) benchmarks/attention.py", "$(PY) benchmarks/gpu_check.py"], commands
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on machines without a GPU")
+def test_gpu_dry_run_gpu_check_refuses_in_one_line_without_cuda(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in (DRY_RUN_VAR, "TRITON_INTERPRET")}
+    env["MINIALBERT_CACHE"] = str(tmp_path / "cache")
+    result = subprocess.run([sys.executable, str(GPU_CHECK)], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu-check: no CUDA GPU found"), result.stderr
+    assert "make gpu-check" in lines[0]
+    assert not (tmp_path / "cache").exists()                 # refused before any work
+
+
+def test_gpu_dry_run_gpu_check_step_seconds_and_names():
+    check = load_gpu_check()
+    records = [{"step": s, "split": "train", "seconds": t}
+               for s, t in ((1, 5.0), (2, 6.0), (3, 7.0), (4, 9.0))]
+    records.insert(2, {"step": 2, "split": "valid", "seconds": 6.0})
+    timing = check.step_seconds(records)
+    assert timing == {"steps": 4, "seconds": 9.0, "mean": 2.25, "median": 1.0}
+    assert check.step_seconds([])["mean"] is None
+    env = {"gpu": "NVIDIA H100 80GB HBM3"}
+    assert check.slug(env, dry=False) == "nvidia-h100-80gb-hbm3" and check.slug(env, dry=True) == "dry-run"
+    assert check.refusal(dry_run(GPU)) is None               # a dry run runs anywhere
+    assert set(check.versions()) == {"python", *check.LIBRARIES}
+
+
+@pytest.mark.slow
+def test_gpu_dry_run_gpu_check_writes_its_json(gpu_dry, tmp_path, capsys):
+    """The JSON writer at the gpu scale's dry run (the zoo entry built above, or here): the entry's
+    held-out evaluation and seconds per step, the smoothness numbers and figure, the machine; marked as
+    a dry run that measures nothing, and nothing written under assets/."""
+    check = load_gpu_check()
+    assets = sorted((REPO / "assets" / "benchmarks").iterdir())
+    assert check.main(["--out", str(tmp_path), "--quiet"]) == 0
+    assert "measure nothing" in capsys.readouterr().out
+    assert sorted((REPO / "assets" / "benchmarks").iterdir()) == assets
+    written = json.loads((tmp_path / "benchmarks" / "gpu_check_dry-run.json").read_text())
+    dry = current_scale()
+    assert written["dry_run"] is True and "measure nothing" in written["note"]
+    assert written["scale"] == dry.name
+    env = written["environment"]
+    assert env["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert env["versions"]["torch"] and env["versions"]["python"]
+    entry = written["zoo_entry"]
+    assert entry["name"] == "albert-sop" and entry["state"] == "built"
+    assert (entry["model"]["hidden_size"], entry["model"]["num_layers"]) == (768, 12)
+    assert entry["seconds_per_step"]["steps"] == dry.zoo_steps and entry["seconds_per_step"]["mean"] > 0
+    assert finite(entry["heldout_evaluation"]["mlm"])
+    curves = written["smoothness"]
+    (layers,) = [r["layers"] for r in curves["results"].values()]
+    assert len(layers) == 12 and curves["sequences"] == dry.smoothness_sequences and finite(curves["results"])
+    assert Path(curves["figure"]).stat().st_size > 0
+    assert Path(curves["figure"]).parent == tmp_path / "figures"
