@@ -58,14 +58,16 @@ class Piece:
 
     function pieces: reference(*inputs) is the package's output; the learner's fn(*inputs) must match.
     module pieces: reference(cfg) builds the package's module; build(cls, cfg, package_module) builds
-    the learner's; both get the same (randomised) weights, matched by name through `rename`
-    (package prefix -> learner prefix), and must match in outputs and gradients.
+    the learner's (default: cls(cfg)); both get the same (randomised) weights, matched by name through
+    `rename` (package prefix -> learner prefix), and must match in outputs and gradients.
+    property pieces: reference(yours, generator, trial) checks what the piece must do (measured shares,
+    or the package's training step run beside it) and returns (problem or None, largest difference).
     mistakes: (what the mistake is, a function of the same arguments as the reference giving the
     output it produces); a wrong output that matches one is named.
     """
 
     name: str
-    kind: str                                            # function | module
+    kind: str                                            # function | module | property
     reference: Callable
     inputs: Callable[[torch.Generator, int], tuple]   # (generator, trial number) -> the arguments
     mistakes: tuple = ()
@@ -299,8 +301,7 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
           lambda g, trial: tuple(int(n) for n in torch.randint(2, 300, (3,), generator=g)),
           mistakes=(("V x H, the table without factorization", lambda V, E, H: V * H),
                     ("V x E + E x H without the projection's H biases", lambda V, E, H: V * E + E * H))),
-    Piece("factorized_embedding", "module", lambda cfg: _eval(FactorizedEmbedding(cfg)), _embedding_inputs,
-          build=lambda cls, cfg, ref: cls(cfg)),
+    Piece("factorized_embedding", "module", lambda cfg: _eval(FactorizedEmbedding(cfg)), _embedding_inputs),
     Piece("split_heads", "function", split_heads, lambda g, trial: (_randn(g, 2, 5, 12), 3),
           mistakes=(("reshaping to (B, h, N, d) directly instead of (B, N, h, d) then transposing",
                      lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1)),)),
@@ -313,7 +314,6 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
                     ("a softmax over the queries (dim=-2) instead of the keys",
                      lambda *a: _attention_variant(*a, dim=-2)))),
     Piece("layer", "module", lambda cfg: _eval(TransformerLayer(cfg)), _layer_inputs,
-          build=lambda cls, cfg, ref: cls(cfg),
           rename=(("attention.LayerNorm.", "attention_norm."), ("attention.", ""),
                   ("feed_forward.LayerNorm.", "ffn_norm."), ("feed_forward.", "")),
           mistakes=(("a pre-LN layer (LayerNorm before each block) instead of post-LN",
@@ -323,7 +323,7 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
                     ("leaving out the residual connections",
                      lambda ref, *a: _layer_variant(ref, *a, residual=False)))),
     Piece("shared_encoder", "module", lambda cfg: _eval(Encoder(cfg)), _layer_inputs,
-          build=lambda cls, cfg, ref: cls(cfg), rename=(("groups.0.0.", "layer."),),
+          rename=(("groups.0.0.", "layer."),),
           output=lambda out: out[0],
           mistakes=(("applying the layer once instead of num_layers times",
                      lambda ref, x, attend: ref.groups[0][0](x, attend)),)),
@@ -502,7 +502,7 @@ def _trial_function(piece: Piece, fn: Callable, g: torch.Generator, trial: int) 
 def _trial_module(piece: Piece, cls: type, g: torch.Generator, trial: int) -> tuple[str | None, float]:
     package = piece.reference(CHECK_CONFIG)
     _randomize(package, g)
-    mine = piece.build(cls, CHECK_CONFIG, package)
+    mine = piece.build(cls, CHECK_CONFIG, package) if piece.build else cls(CHECK_CONFIG)
     if not isinstance(mine, nn.Module):
         return f"it builds a {type(mine).__name__}, not an nn.Module", 0.0
     if (problem := _load_package_weights(mine, package, piece.rename)) is not None:
