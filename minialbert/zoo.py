@@ -57,7 +57,9 @@ RECIPE_VERSION = 3        # bump when a code change alters what the same setting
 ZOO_FORMAT = 1            # the shipped folder's layout (zoo/v<ZOO_FORMAT>/)
 SHIPPED_ROOT = Path(__file__).resolve().parents[1] / "zoo" / f"v{ZOO_FORMAT}"
 SHIPPED_MANIFEST = "MANIFEST.json"   # {"entries": {name: dir name}, "files": {path: sha256}, ...}
-ALL_CHECKPOINTS = ("albert-sop",)    # entries shipped with every checkpoint along training (lesson 06)
+ALL_CHECKPOINTS = ("albert-sop",)    # entries shipped with checkpoints along training (lesson 06): the final
+                                     # one and those at 1/2, 1/4, 1/8 ... of its steps (a log-spaced look)
+SHIPPED_TRAIN_EVERY = 10             # shipped metrics.jsonl keeps every 10th train step (and all evaluations)
 CURVE_EXAMPLES = 10_000              # held-out examples per evaluation along training (all when fewer)
 # Arguments that only change how often a run reports or saves, not the weights it ends with.
 NOT_IN_KEY = ("eval_every", "eval_examples", "checkpoint_every", "keep_last")
@@ -341,9 +343,24 @@ def rebuild(name: str, scale: Scale, progress: bool = True) -> dict:
     return {"name": name, "sha256": mine, "shipped_sha256": theirs, "identical": mine == theirs}
 
 
+def log_spaced(step: int, final: int) -> bool:
+    """Whether a checkpoint at `step` is one of final, final/2, final/4, ... (shipped along training)."""
+    ratio = final / step
+    return ratio == int(ratio) and int(ratio) & (int(ratio) - 1) == 0
+
+
+def shipped_metrics(records: list[dict]) -> list[dict]:
+    """The records a shipped entry keeps: every evaluation, the first and last train steps and every
+    SHIPPED_TRAIN_EVERY-th one in between (curves drawn from them are the same to the eye)."""
+    last = max((r["step"] for r in records if r["split"] == "train"), default=0)
+    return [r for r in records if r["split"] != "train" or r["step"] in (1, last)
+            or r["step"] % SHIPPED_TRAIN_EVERY == 0]
+
+
 def ship(names: Sequence[str] | None, scale: Scale) -> Path:
     """Copy built entries into the shipped folder (weights only: no optimizer state; only the final
-    checkpoint except for ALL_CHECKPOINTS entries) and rewrite its MANIFEST.json. Entries of other
+    checkpoint except for ALL_CHECKPOINTS entries; metrics thinned by shipped_metrics) and rewrite its
+    MANIFEST.json. Entries of other
     keys (an older recipe) are removed from the folder. Returns the folder."""
     folder = SHIPPED_ROOT / scale.name
     rows = status(scale, names)
@@ -363,10 +380,15 @@ def ship(names: Sequence[str] | None, scale: Scale) -> Path:
         tmp = target.with_name(target.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        for name in ("config.json", "train_args.json", "metrics.jsonl", "evaluation.json"):
+        for name in ("config.json", "train_args.json", "evaluation.json"):
             shutil.copy2(source / name, tmp / name)
+        atomic_write(tmp / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in shipped_metrics(
+            read_metrics(source))).encode())
         kept = step_checkpoints(source)[::-1]                          # oldest first
-        if row["name"] not in ALL_CHECKPOINTS:
+        steps = [int(c.name.removeprefix("step-")) for c in kept]
+        if row["name"] in ALL_CHECKPOINTS:
+            kept = [c for c, step in zip(kept, steps) if log_spaced(step, steps[-1])]
+        else:
             kept = kept[-1:]
         for ckpt in kept:
             (tmp / "checkpoints" / ckpt.name).mkdir(parents=True)

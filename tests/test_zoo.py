@@ -255,6 +255,9 @@ def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkey
     steps = {n: sorted(p.split("/")[2] for p in manifest["files"] if p.startswith(manifest["entries"][n])
                        and p.endswith("model.safetensors")) for n in ("albert-sop", "albert-nsp")}
     assert steps == {"albert-sop": ["step-000002", "step-000004"], "albert-nsp": ["step-000004"]}
+    shipped = [(r["step"], r["split"]) for r in read_metrics(folder / manifest["entries"]["albert-sop"])]
+    assert [s for s, split in shipped if split == "train"] == [1, 4]          # thinned; evaluations all kept
+    assert {split for _, split in shipped} == {"train", "valid"}
     # a reader with an empty cache: the shipped entries are there, loaded without training
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "empty-cache"))
     rows = {r["name"]: r["state"] for r in zoo.status(SCALE, ["albert-sop", "albert-nsp", "albert-mlm"])}
@@ -282,6 +285,13 @@ def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkey
     with pytest.raises(ValueError, match=r"metrics.jsonl is missing; restore it"):
         zoo.metrics("albert-nsp", SCALE)
     assert not (tmp_path / "empty-cache" / "zoo").exists()          # nothing was ever trained
+
+
+def test_shipping_keeps_log_spaced_checkpoints_and_thinned_train_records():
+    assert [s for s in range(2500, 20_001, 2500) if zoo.log_spaced(s, 20_000)] == [2500, 5000, 10_000, 20_000]
+    records = [{"step": s, "split": "train"} for s in range(1, 26)] + [{"step": 25, "split": "valid"}]
+    assert [(r["step"], r["split"]) for r in zoo.shipped_metrics(records)] == [
+        (1, "train"), (10, "train"), (20, "train"), (25, "train"), (25, "valid")]
 
 
 def test_a_missing_entry_is_never_trained_silently(tmp_path, monkeypatch):
