@@ -9,6 +9,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import offset_copy
 
 from .download import atomic_write
 from .scale import Scale
@@ -20,55 +21,93 @@ def _trailing_mean(values: list[float], window: int) -> list[float]:
             for i in range(len(values))]
 
 
-def plot_history(records: list[dict], axes=None, smooth: int = 20, baselines: dict | None = None):
-    """Three panels from pretrain() metrics: MLM loss, sentence-task loss, held-out accuracies.
+_BASELINE_NAMES = {"unigram": "unigram baseline (the most frequent token)",
+                   "neighbour": "neighbour-count baseline", "copy_or_unigram": "copy-or-unigram baseline"}
 
-    MLM loss: train (smoothed), held-out on all predicted positions and on [MASK] positions, beside
-    the unigram's [MASK] loss if `baselines` has "unigram_mask_loss"; the axis fits the curves, so
-    the gap to the baseline is visible. Sentence loss on its own axis, with chance (ln 2). Accuracy
-    by what the input showed, beside baselines["mask"] = {name: accuracy} if given.
+
+def _legend_below(ax) -> None:
+    """The axes' legend under its x label (a fixed distance in points, whatever the axes' height),
+    outside the data, if it has anything to show."""
+    if ax.get_legend_handles_labels()[0]:
+        below = offset_copy(ax.transAxes, fig=ax.figure, y=-30, units="points")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, fontsize=7,
+                  frameon=False)
+
+
+def plot_history(records: list[dict], axes=None, smooth: int = 20, baselines: dict | None = None):
+    """Three panels from pretrain() metrics, each beside the baseline it is read against.
+
+    1. MLM loss (nats): train (smoothed) and held-out, beside the unigram's [MASK] loss if `baselines`
+       has "unigram_mask_loss"; the first steps (near ln V) are clipped so the rest is not flattened.
+    2. Held-out [MASK] accuracy (%), the one that needs the context, with its 95% interval, beside
+       baselines["mask"] = {name: accuracy} ("unigram", "neighbour") as labelled lines; the y range
+       ends a little above the highest of them, so the gap shows.
+    3. Held-out accuracy (%) of what does not need the context (kept, copyable positions; all
+       predicted positions) and of the sentence task, beside its chance (50%).
+    Legends sit under the panels; a caller's tight_layout keeps them in the figure.
     """
     if axes is None:
-        _, axes = plt.subplots(1, 3, figsize=(14, 3.6))
-    ax_mlm, ax_sent, ax_acc = axes
+        _, axes = plt.subplots(1, 3, figsize=(14, 4.6))
+    ax_mlm, ax_mask, ax_acc = axes
     for ax in axes:
         ax.clear()
     baselines = baselines or {}
     train = [r for r in records if r["split"] == "train"]
     valid = [r for r in records if r["split"] == "valid"]
-    task = next((k[:3] for k in (train or valid or [{}])[0] if k in ("sop_loss", "nsp_loss")), None)
+    first = {**(train or [{}])[0], **(valid or [{}])[0]}
+    task = next((t for t in ("sop", "nsp") if f"{t}_loss" in first or f"{t}_accuracy" in first), None)
+    losses = []                                           # what the loss axis must show
     if train:
-        steps = [r["step"] for r in train]
-        ax_mlm.plot(steps, _trailing_mean([r["mlm_loss"] for r in train], smooth),
-                    label="train (all predicted)")
-        if task:
-            ax_sent.plot(steps, _trailing_mean([r[f"{task}_loss"] for r in train], smooth),
-                         label=f"{task.upper()} (train)")
+        steps, smoothed = [r["step"] for r in train], _trailing_mean([r["mlm_loss"] for r in train], smooth)
+        later = smoothed[len(smoothed) // 10:] or smoothed    # after the first tenth of the run
+        losses += later
+        clipped = max(smoothed) > max(later)
+        ax_mlm.plot(steps, smoothed, lw=1, label="train, all predicted (smoothed" +
+                    (f"; starts at {smoothed[0]:.1f}, above the axis)" if clipped else ")"))
     if valid:
         steps = [r["step"] for r in valid]
-        ax_mlm.plot(steps, [r["mlm_loss"] for r in valid], "o--", label="held-out (all predicted)")
+        ax_mlm.plot(steps, [r["mlm_loss"] for r in valid], "o--", ms=3, label="held-out, all predicted")
+        losses += [r["mlm_loss"] for r in valid]
         if "mask_loss" in valid[0]:
-            ax_mlm.plot(steps, [r["mask_loss"] for r in valid], "s-", label="held-out ([MASK] positions)")
-        for key, label in (("mask_accuracy", "[MASK] positions"), ("mlm_accuracy", "all predicted"),
-                           ("kept_accuracy", "kept (copyable)"), (f"{task}_accuracy", str(task).upper())):
+            ax_mlm.plot(steps, [r["mask_loss"] for r in valid], "s-", ms=3,
+                        label="held-out, [MASK] positions")
+            losses += [r["mask_loss"] for r in valid]
+        if "mask_accuracy" in valid[0]:
+            line, = ax_mask.plot(steps, [100 * r["mask_accuracy"] for r in valid], "o-", ms=3,
+                                 label="model, held-out [MASK] positions")
+            if all("mask_ci95" in r for r in valid):
+                ax_mask.fill_between(steps, [100 * r["mask_ci95"][0] for r in valid],
+                                     [100 * r["mask_ci95"][1] for r in valid], color=line.get_color(),
+                                     alpha=0.2, lw=0, label="its 95% interval")
+        for key, label, style in (("kept_accuracy", "kept (copyable) positions", "o-"),
+                                  ("mlm_accuracy", "all predicted positions", "o-"),
+                                  (f"{task}_accuracy", f"{str(task).upper()} accuracy", "s-")):
             if key in valid[0] and valid[0][key] is not None:
-                ax_acc.plot(steps, [r[key] for r in valid], "o-", label=label)
+                ax_acc.plot(steps, [100 * r[key] for r in valid], style, ms=3, label=label)
     if "unigram_mask_loss" in baselines:
-        ax_mlm.axhline(baselines["unigram_mask_loss"], color="gray", ls=":", label="unigram ([MASK])")
+        ax_mlm.axhline(baselines["unigram_mask_loss"], color="gray", ls=":",
+                       label="unigram baseline, [MASK] positions")
+        losses.append(baselines["unigram_mask_loss"])
     for name, value in baselines.get("mask", {}).items():
-        ax_acc.axhline(value, ls=":", lw=1, color="gray" if name == "unigram" else "tab:brown",
-                       label=f"{name} baseline ([MASK])")
+        ax_mask.axhline(100 * value, color="gray" if name == "unigram" else "tab:brown",
+                        ls=":" if name == "unigram" else "--", lw=1.2, label=_BASELINE_NAMES.get(name, name))
     if task:
-        ax_sent.axhline(math.log(2), color="black", ls=":", lw=0.8, label="chance (ln 2)")
-        ax_acc.axhline(0.5, color="black", ls=":", lw=0.8)
-    ax_mlm.set(xlabel="step", ylabel="cross-entropy (nats)", title="MLM loss")
-    ax_sent.set(xlabel="step", ylabel="cross-entropy (nats)",
-                title=f"{task.upper()} loss" if task else "no sentence task")
-    ax_acc.set(xlabel="step", ylabel="held-out accuracy", title="held-out accuracy", ylim=(0, 1))
+        ax_acc.axhline(50, color="black", ls=":", lw=0.8, label=f"chance for {task.upper()} (50%)")
+    losses = [v for v in losses if math.isfinite(v)]      # a diverged run logs inf or nan
+    if losses:
+        low, high = min(losses), max(losses)
+        ax_mlm.set_ylim(low - 0.1 * (high - low) - 0.05, high + 0.1 * (high - low) + 0.05)
+    shown = [v for line in ax_mask.get_lines() for v in line.get_ydata()]
+    shown += [v for band in ax_mask.collections for path in band.get_paths() for v in path.vertices[:, 1]]
+    ax_mask.set_ylim(0, max(1.25 * max(shown, default=0), 1))
+    ax_mlm.set(xlabel="training step", ylabel="cross-entropy (nats per token)", title="MLM loss")
+    ax_mask.set(xlabel="training step", ylabel="[MASK] accuracy (%)",
+                title="held-out [MASK] accuracy: does it read the context?")
+    ax_acc.set(xlabel="training step", ylabel="accuracy (%)", ylim=(0, 100),
+               title="held-out: copying" + (f" and {task.upper()}" if task else ""))
     for ax in axes:
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="best", fontsize=7)
+        _legend_below(ax)
     return axes
 
 
@@ -131,15 +170,18 @@ def plot_layer_transitions(results: dict[str, dict], paper_axes: bool = False, a
     layer, one line per model with its 95% band. results: name -> LayerTransitions.to_dict().
 
     paper_axes=True uses the paper's ranges (layers 1-24, L2 0-18, angle 0-45), meant for the
-    official 24-layer checkpoints; otherwise the axes fit our values.
+    official 24-layer checkpoints; otherwise the axes fit our values, from 0 (a layer that leaves its
+    input unchanged). One legend for both panels, right of them, outside the data; a figure made here
+    uses constrained layout, which keeps it in the figure.
     """
     if not results:
         raise ValueError("plot_layer_transitions needs at least one result (name -> LayerTransitions dict)")
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        _, axes = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
     ax_l2, ax_angle = axes
+    sequences = {r["sequences"] for r in results.values()}
     for name, r in results.items():
-        label = f"{name} ({r['sequences']} sequences, 95% band)"
+        label = name if len(sequences) == 1 else f"{name} ({r['sequences']} sequences)"
         for ax, key in ((ax_l2, "l2"), (ax_angle, "angle")):
             line, = ax.plot(r["layers"], r[key], "o-", ms=3, label=label)
             low, high = zip(*r[f"{key}_ci95"])
@@ -147,8 +189,9 @@ def plot_layer_transitions(results: dict[str, dict], paper_axes: bool = False, a
     first = next(iter(results.values()))
     which = "[CLS] only" if first["tokens"] == "cls" else "all non-padding tokens"
     note = f"{which}{', standardized' if first['standardize'] else ''}"
-    ax_l2.set(xlabel="layer id", ylabel="L2 distance", title=f"L2 distance ({note})")
-    ax_angle.set(xlabel="layer id", ylabel="cosine similarity (degrees)", title=f"angle ({note})")
+    ax_l2.set(xlabel="layer l", ylabel="L2 distance ||h_l - h_(l-1)||", title=f"L2 distance ({note})")
+    ax_angle.set(xlabel="layer l", ylabel="angle between h_(l-1) and h_l (degrees)",
+                 title=f"angle ({note})")
     for ax, key in ((ax_l2, "l2"), (ax_angle, "angle")):
         if paper_axes:
             ax.set_xlim(PAPER_LAYER_TRANSITION_AXES["layers"][0] - 0.5,
@@ -158,7 +201,9 @@ def plot_layer_transitions(results: dict[str, dict], paper_axes: bool = False, a
             ax.set_ylim(bottom=0)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))             # layers are whole numbers
         ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize=8)
+    band = (f"95% bands over {sequences.pop()} sequences" if len(sequences) == 1 else "95% bands")
+    ax_angle.legend(loc="upper left", bbox_to_anchor=(1.03, 1), borderaxespad=0, fontsize=8,
+                    title=f"model\n({band})", title_fontsize=8)
     return axes
 
 
