@@ -208,11 +208,14 @@ def plot_layer_transitions(results: dict[str, dict], paper_axes: bool = False, a
 
 
 def plot_learning_curve(points: list[dict], metric: str, baselines: dict[str, float] | None = None, ax=None,
-                        title: str = "", colors: dict[str, str] | None = None):
+                        title: str = "", colors: dict[str, str] | None = None, legend: bool = True):
     """A few-labels learning curve: the metric against the number of labelled examples (log axis), one
     line per start at the mean over seeds, its band from the worst to the best seed. points:
     finetune.curve_summary(); baselines: name -> value drawn as horizontal lines (chance, bag of words);
-    colors: start -> colour, so that a start keeps its colour across panels."""
+    colors: start -> colour, so that a start keeps its colour across panels. legend: True puts the
+    legend outside the axes, on the right, where it hides no data; False leaves it to the caller (one
+    legend for a figure of several panels). The y range is left to matplotlib, so panels made with
+    sharey=True keep one scale."""
     if not points:
         raise ValueError("plot_learning_curve needs at least one point (finetune.curve_summary)")
     if ax is None:
@@ -230,9 +233,14 @@ def plot_learning_curve(points: list[dict], metric: str, baselines: dict[str, fl
     sizes = sorted({p["labels"] for p in points})
     ax.set_xticks(sizes, [f"{n:,}" for n in sizes])                   # the sizes run, not powers of 2
     ax.minorticks_off()
-    ax.set(xlabel="labelled training examples", ylabel=f"test {metric}", title=title)
+    percent = metric in ("accuracy", "f1")                           # fractions, shown in %
+    if percent:
+        ax.yaxis.set_major_formatter(lambda value, _: f"{100 * value:.3g}%")
+    ax.set(xlabel="labelled training examples (log scale)",
+           ylabel=f"test {metric}" + (" (%)" if percent else ""), title=title)
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize=8)
     return ax
 
 
@@ -241,13 +249,30 @@ ARM_COLORS = {"mlm": "tab:grey", "nsp": "tab:orange", "sop": "tab:blue", "sop-ba
 
 
 def plot_ablation(result: dict, axes=None):
-    """The NSP vs SOP ablation (ablation.run_ablation's result) in three panels: (1) the cross-evaluation
-    matrix, one dot per arm and seed with its 95% interval, the bar at the mean over seeds; (2) held-out
-    NSP and SOP accuracy of each arm's own head over training; (3) downstream test accuracy, mean over
-    seeds with the worst-best range."""
+    """The NSP vs SOP ablation (ablation.run_ablation's result) in four panels, each beside the baseline
+    it is read against, each with its legend outside the data. Returns the axes in reading order:
+    (1) the cross-evaluation matrix: one dot per arm and seed with its 95% interval, the bar at the mean
+    over seeds, chance over the sentence columns, the segment-lengths rule over the SOP column and the
+    random encoder over each column it was read on; (2) downstream test accuracy, mean over seeds with
+    the worst-best range, beside chance; (3) SOP and (4) NSP accuracy of each arm's own head over
+    pretraining: one line per arm at the mean over seeds, its band from the worst to the best seed,
+    beside the sample's chance (its majority share); (3) and (4) share one y scale."""
     if axes is None:
-        _, axes = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [1.4, 1, 0.8]})
-    ax_matrix, ax_curves, ax_down = axes
+        fig, grid = plt.subplots(2, 2, figsize=(17, 9), layout="constrained",
+                                 gridspec_kw={"width_ratios": [1.5, 1]})
+        grid[1, 1].sharey(grid[1, 0])                       # SOP and NSP curves: one accuracy scale
+        axes = [grid[0, 0], grid[0, 1], grid[1, 0], grid[1, 1]]
+    ax_matrix, ax_down, ax_sop, ax_nsp = axes
+
+    def percent(ax):
+        ax.yaxis.set_major_formatter(lambda value, _: f"{100 * value:.3g}%")
+
+    def legend_outside(ax):                                         # the arms first, then the baselines
+        handles, labels = ax.get_legend_handles_labels()
+        order = sorted(range(len(labels)), key=lambda i: labels[i].split(" ")[0] not in arms)
+        ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper left",
+                  bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize=8)
+
     columns = [("[MASK] acc.", lambda r: r["mlm"]["mlm"]["mask"]),
                ("NSP (own head)", lambda r: r["nsp"]["head"]),
                ("SOP (own head)", lambda r: r["sop"]["head"]),
@@ -263,36 +288,34 @@ def plot_ablation(result: dict, axes=None):
             if not cells:
                 continue
             x = c - 0.4 + width * (j + 0.5)
-            ax_matrix.bar(x, sum(m["accuracy"] for m in cells) / len(cells), width * 0.9,
-                          color=ARM_COLORS.get(arm), alpha=0.35, label=arm if c == 0 else None)
+            mean = sum(m["accuracy"] for m in cells) / len(cells)
+            ax_matrix.bar(x, mean, width * 0.9, color=ARM_COLORS.get(arm), alpha=0.35,
+                          label=f"{arm} ({len(runs)} seeds)" if c == 0 else None)
             for k, m in enumerate(cells):
                 dx = (k - (len(cells) - 1) / 2) * width * 0.25
                 ax_matrix.errorbar(x + dx, m["accuracy"], [[m["accuracy"] - m["ci95"][0]],
                                    [m["ci95"][1] - m["accuracy"]]], fmt="o", ms=3, lw=1,
                                    color=ARM_COLORS.get(arm))
-    ax_matrix.axhline(0.5, color="grey", ls="--", lw=1, label="chance (sentence tasks)")
-    ax_matrix.axhline(result["shortcut"]["sop"]["all"]["accuracy"], color="tab:red", ls=":", lw=1,
-                      label="SOP from segment lengths alone (all pairs)")
+    floor = next((r for r in result["runs"] if r["arm"] == "random init"), None)
+    label = "random encoder (untrained): the floor"
+    for c, (_, get) in enumerate(columns if floor else []):
+        if get(floor) is not None:
+            ax_matrix.hlines(get(floor)["accuracy"], c - 0.45, c + 0.45, color=ARM_COLORS["random init"],
+                             lw=2, label=label)
+            label = None                                            # one legend entry
+    ax_matrix.hlines(0.5, 0.5, len(columns) - 0.5, color="grey", ls="--", lw=1,
+                     label="chance for NSP and SOP (50%)")
+    lengths = result["shortcut"]["sop"]["all"]["accuracy"]
+    ax_matrix.hlines(lengths, 1.55, 2.45, color="tab:red", ls=":", lw=1.5,
+                     label=f"SOP from segment lengths alone, all pairs ({lengths:.1%})")
     ax_matrix.set_xticks(range(len(columns)), [name for name, _ in columns], rotation=20, ha="right",
                          fontsize=8)
-    ax_matrix.set(ylabel="held-out accuracy", ylim=(0, 1),
-                  title="cross-evaluation\n(dots: seeds with 95% intervals; bars: their mean)")
-    ax_matrix.legend(fontsize=7, loc="upper left")
-    labelled = set()
-    for curve in result["curves"].values():
-        arm = curve[0]["arm"]
-        steps = [p["step"] for p in curve]
-        for task, style in (("nsp", "--"), ("sop", "-")):
-            label = None if (arm, task) in labelled else f"{arm} arm: {task.upper()}"
-            labelled.add((arm, task))
-            ax_curves.plot(steps, [p[task]["accuracy"] for p in curve], style, color=ARM_COLORS.get(arm),
-                           lw=1, label=label)
-    ax_curves.axhline(0.5, color="grey", ls=":", lw=1)
-    ax_curves.axhline(0.6, color="grey", ls="-.", lw=0.8, label="60%")
-    ax_curves.set(xlabel="pretraining step", ylabel="held-out accuracy (own head)",
-                  title="own head over training\n(NSP dashed, SOP solid; one line per seed)")
-    ax_curves.grid(alpha=0.3)
-    ax_curves.legend(fontsize=7)
+    ax_matrix.set(ylabel="held-out accuracy (%)", ylim=(0, 1),
+                  title="cross-evaluation on the held-out sets\n"
+                        "(bars: mean over seeds; dots: each seed with its 95% interval)")
+    percent(ax_matrix)
+    legend_outside(ax_matrix)
+
     tasks = list(dict.fromkeys(d["task"] for d in result["downstream"]))
     for t, task in enumerate(tasks):
         for j, arm in enumerate(arms):
@@ -301,11 +324,44 @@ def plot_ablation(result: dict, axes=None):
                 continue
             x = t - 0.4 + width * (j + 0.5)
             ax_down.bar(x, stat["mean"], width * 0.9, color=ARM_COLORS.get(arm), alpha=0.6,
-                        label=arm if t == 0 else None)
-            ax_down.plot([x, x], [stat["min"], stat["max"]], color="black", lw=1.5)
-    ax_down.axhline(0.5, color="grey", ls="--", lw=1)
+                        label=f"{arm} (mean of {stat['seeds']} seeds)" if t == 0 else None)
+            ax_down.plot([x, x], [stat["min"], stat["max"]], color="black", lw=1.5,
+                         label="worst to best seed" if t == 0 and j == 0 else None)
+    ax_down.axhline(0.5, color="grey", ls="--", lw=1, label="chance (50%)")
     ax_down.set_xticks(range(len(tasks)), tasks, fontsize=8)
-    ax_down.set(ylim=(0, 1), ylabel="test accuracy",
-                title=f"fine-tuned on {result['downstream_labels']} labels\n(mean over seeds, min-max)")
-    ax_down.legend(fontsize=7)
+    ax_down.set(ylim=(0, 1), ylabel="test accuracy (%)",
+                title=f"downstream: fine-tuned on {result['downstream_labels']} labels")
+    percent(ax_down)
+    if ax_down.get_legend_handles_labels()[0]:
+        legend_outside(ax_down)
+
+    by_arm: dict[str, dict[int, list[dict]]] = {}               # arm -> step -> one point per seed
+    for curve in result["curves"].values():
+        for p in curve:
+            by_arm.setdefault(p["arm"], {}).setdefault(p["step"], []).append(p)
+    for ax, task in ((ax_sop, "sop"), (ax_nsp, "nsp")):
+        for arm in [a for a in arms if a in by_arm] + [a for a in by_arm if a not in arms]:
+            steps = sorted(by_arm[arm])
+            values = [[p[task]["accuracy"] for p in by_arm[arm][s]] for s in steps]
+            seeds = sorted({len(v) for v in values})
+            seeds = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+            line, = ax.plot(steps, [sum(v) / len(v) for v in values], "o-", ms=3, color=ARM_COLORS.get(arm),
+                            label=f"{arm} arm ({seeds} seeds)")
+            ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values], color=line.get_color(),
+                            alpha=0.2, lw=0)
+        first = next(iter(result["curves"].values()), [])
+        if first:
+            chance = first[0][task]["chance"]
+            ax.axhline(chance, color="grey", ls="--", lw=1,
+                       label=f"chance: the sample's majority share ({chance:.1%})")
+            n = f" ({first[0][task]['n']:,} held-out pairs per checkpoint)"
+        else:
+            n = ""
+        ax.axhline(0.6, color="grey", ls="-.", lw=0.8, label="60%")
+        ax.set(xlabel="pretraining step", ylabel=f"held-out {task.upper()} accuracy (%)",
+               title=f"{task.upper()} read by each arm's own head{n}\n"
+                     "(line: mean over seeds; band: worst to best seed)")
+        percent(ax)
+        ax.grid(alpha=0.3)
+        legend_outside(ax)
     return axes

@@ -98,3 +98,89 @@ def test_layer_transition_legend_sits_outside_both_panels():
     assert "50 sequences" in legend.get_title().get_text()
     _legends_stay_off_the_data_and_in_the_figure(ax_l2.figure)
     plt.close(ax_l2.figure)
+
+
+def _ablation_result(seeds: int = 3) -> dict:
+    """A dict shaped like ablation.run_ablation's result, with made-up numbers: only the drawing is tested.
+    Seed 0 of the NSP arm kept only its last two checkpoints, as in the course run."""
+    def m(accuracy, chance=0.5, n=1000):
+        return {"accuracy": accuracy, "ci95": [accuracy - 0.03, accuracy + 0.03], "n": n, "chance": chance,
+                "predicted_shares": [0.5, 0.5]}
+
+    def run(arm, seed, entry, mask, nsp, sop):            # nsp, sop: the own head's accuracy, or None
+        return {"arm": arm, "seed": seed, "entry": entry, "mlm": {"mlm": {"mask": m(mask)}},
+                "nsp": {"head": nsp and m(nsp), "head_matched": nsp and m(nsp - 0.01), "probe": m(0.54),
+                        "probe_matched": m(0.53)},
+                "sop": {"head": sop and m(sop), "head_matched": sop and m(sop - 0.04), "probe": m(0.55),
+                        "probe_matched": m(0.51)}}
+
+    arms, steps, tasks = ["mlm", "nsp", "sop"], [1000, 2000, 3000, 4000], ["shuffled-words", "next-sentence"]
+    runs = [run("random init", 0, None, 0.0, None, None)]
+    curves, downstream = {}, []
+    for arm in arms:
+        for seed in range(seeds):
+            entry = f"albert-{arm}" + (f"-seed{seed}" if seed else "")
+            runs.append(run(arm, seed, entry, 0.07 + seed / 100, 0.6 + seed / 100 if arm == "nsp" else None,
+                            0.57 + seed / 100 if arm == "sop" else None))
+            if arm != "mlm":
+                kept = steps[-2:] if (arm, seed) == ("nsp", 0) else steps
+                curves[entry] = [{"arm": arm, "step": s, "nsp": m(0.5 + s / 40000 + seed / 100, 0.501),
+                                  "sop": m(0.45 + s / 50000 + seed / 50, 0.552)} for s in kept]
+            downstream += [{"task": t, "start": arm, "seed": seed, "test": m(0.5 + seed / 10)} for t in tasks]
+    summary = {arm: {t: {"mean": 0.6, "min": 0.5, "max": 0.7, "seeds": seeds} for t in tasks} for arm in arms}
+    return {"arms": arms, "seeds": list(range(seeds)), "runs": runs, "curves": curves,
+            "downstream": downstream, "summary": summary, "downstream_labels": 256,
+            "shortcut": {t: {"all": m(0.55 if t == "sop" else 0.52), "length_matched": m(0.5)}
+                         for t in ("nsp", "sop")}}
+
+
+def test_ablation_curves_draw_one_line_per_arm_and_task_with_a_band_and_labelled_chance():
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PolyCollection
+
+    from minialbert.plots import plot_ablation
+
+    result = _ablation_result()
+    ax_matrix, ax_down, ax_sop, ax_nsp = plot_ablation(result)
+    assert ax_sop.get_ylim() == ax_nsp.get_ylim(), "the SOP and NSP panels share one accuracy scale"
+    for ax, task, chance in ((ax_sop, "sop", 0.552), (ax_nsp, "nsp", 0.501)):
+        arms = [line for line in ax.get_lines() if " arm (" in line.get_label()]
+        assert [line.get_label() for line in arms] == ["nsp arm (2-3 seeds)", "sop arm (3 seeds)"]
+        bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+        assert len(bands) == len(arms), "one band per arm, not one line per seed"
+        curves = [c for name, c in result["curves"].items() if name.startswith("albert-sop")]
+        values = [[p[task]["accuracy"] for c in curves for p in c if p["step"] == s] for s in (1000, 4000)]
+        assert list(arms[1].get_ydata()[[0, -1]]) == pytest.approx([sum(v) / len(v) for v in values])
+        band, seen = bands[1].get_paths()[0].vertices[:, 1], values[0] + values[1]
+        assert (band.min(), band.max()) == pytest.approx((min(seen), max(seen))), "worst to best seed"
+        line = next(line for line in ax.get_lines() if line.get_label().startswith("chance"))
+        assert list(line.get_ydata()) == pytest.approx([chance] * 2) and f"{chance:.1%}" in line.get_label()
+        assert ax.get_xlabel() == "pretraining step" and ax.get_ylabel().endswith("(%)")
+    labels = ax_matrix.get_legend_handles_labels()[1]
+    assert "SOP from segment lengths alone, all pairs (55.0%)" in labels
+    assert any(label.startswith("random encoder") for label in labels)
+    chance = next(c for c in ax_matrix.collections if c.get_label().startswith("chance"))
+    assert chance.get_segments()[0][:, 0].tolist() == [0.5, 5.5], "chance spans the sentence columns only"
+    assert "chance (50%)" in ax_down.get_legend_handles_labels()[1] and ax_down.get_ylabel().endswith("(%)")
+    _legends_stay_off_the_data_and_in_the_figure(ax_matrix.figure)
+    plt.close(ax_matrix.figure)
+
+
+def test_learning_curve_panels_keep_one_y_scale_and_their_legend_outside():
+    import matplotlib.pyplot as plt
+
+    from minialbert.plots import plot_learning_curve
+
+    def points(low, high):
+        return [{"start": s, "labels": n, "seeds": 3, "mean": (low + high) / 2, "min": low, "max": high}
+                for s in ("albert-sop", "scratch") for n in (16, 64)]
+
+    fig, (wide, narrow) = plt.subplots(1, 2, figsize=(12, 4), sharey=True, layout="constrained")
+    plot_learning_curve(points(0.55, 0.85), "accuracy", {"chance (50%)": 0.5}, ax=wide)
+    plot_learning_curve(points(0.49, 0.52), "accuracy", {"chance (50%)": 0.5}, ax=narrow, legend=False)
+    assert wide.get_ylim() == narrow.get_ylim() and wide.get_ylim()[0] < 0.49 and wide.get_ylim()[1] > 0.85
+    assert narrow.get_legend() is None
+    assert wide.get_ylabel() == "test accuracy (%)" and wide.yaxis.get_major_formatter()(0.55, 0) == "55%"
+    assert wide.get_xlabel() == "labelled training examples (log scale)"
+    _legends_stay_off_the_data_and_in_the_figure(fig)
+    plt.close(fig)
