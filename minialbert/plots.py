@@ -267,6 +267,10 @@ def plot_ablation(result: dict, axes=None):
     def percent(ax):
         ax.yaxis.set_major_formatter(lambda value, _: f"{100 * value:.3g}%")
 
+    def seeds(counts):                                              # "1 seed", "3 seeds", "2-3 seeds"
+        low, high = min(counts), max(counts)
+        return f"{low} seed" if high == 1 else f"{low} seeds" if low == high else f"{low}-{high} seeds"
+
     def legend_outside(ax):                                         # the arms first, then the baselines
         handles, labels = ax.get_legend_handles_labels()
         order = sorted(range(len(labels)), key=lambda i: labels[i].split(" ")[0] not in arms)
@@ -290,7 +294,7 @@ def plot_ablation(result: dict, axes=None):
             x = c - 0.4 + width * (j + 0.5)
             mean = sum(m["accuracy"] for m in cells) / len(cells)
             ax_matrix.bar(x, mean, width * 0.9, color=ARM_COLORS.get(arm), alpha=0.35,
-                          label=f"{arm} ({len(runs)} seeds)" if c == 0 else None)
+                          label=f"{arm} ({seeds([len(runs)])})" if c == 0 else None)
             for k, m in enumerate(cells):
                 dx = (k - (len(cells) - 1) / 2) * width * 0.25
                 ax_matrix.errorbar(x + dx, m["accuracy"], [[m["accuracy"] - m["ci95"][0]],
@@ -324,7 +328,7 @@ def plot_ablation(result: dict, axes=None):
                 continue
             x = t - 0.4 + width * (j + 0.5)
             ax_down.bar(x, stat["mean"], width * 0.9, color=ARM_COLORS.get(arm), alpha=0.6,
-                        label=f"{arm} (mean of {stat['seeds']} seeds)" if t == 0 else None)
+                        label=f"{arm} (mean of {seeds([stat['seeds']])})" if t == 0 else None)
             ax_down.plot([x, x], [stat["min"], stat["max"]], color="black", lw=1.5,
                          label="worst to best seed" if t == 0 and j == 0 else None)
     ax_down.axhline(0.5, color="grey", ls="--", lw=1, label="chance (50%)")
@@ -343,10 +347,8 @@ def plot_ablation(result: dict, axes=None):
         for arm in [a for a in arms if a in by_arm] + [a for a in by_arm if a not in arms]:
             steps = sorted(by_arm[arm])
             values = [[p[task]["accuracy"] for p in by_arm[arm][s]] for s in steps]
-            seeds = sorted({len(v) for v in values})
-            seeds = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
             line, = ax.plot(steps, [sum(v) / len(v) for v in values], "o-", ms=3, color=ARM_COLORS.get(arm),
-                            label=f"{arm} arm ({seeds} seeds)")
+                            label=f"{arm} arm ({seeds([len(v) for v in values])})")
             ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values], color=line.get_color(),
                             alpha=0.2, lw=0)
         first = next(iter(result["curves"].values()), [])
