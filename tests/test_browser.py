@@ -1,7 +1,9 @@
 """The lessons in a real browser: JupyterLab from this environment on loopback, driven in headless
 Chromium by Playwright. Runs the parameter calculator (lesson 02) and the masking explorer (lesson 04),
 checks that their ipywidgets render as controls and react to a slider, and that no widget or kernel
-error appears. Screenshots go to test-artifacts/browser/.
+error appears; then runs a student version (lesson 02's) with every exercise written as the teacher's
+solution, as a learner who finished it would, and checks that each piece's check says right.
+Screenshots go to test-artifacts/browser/.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
+
+from minialbert.notebooks import notebook_text, read_notebook
+from minialbert.student import has_stub
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
@@ -29,6 +35,9 @@ ERROR_TEXTS = ("Traceback (most recent call last)", "Error displaying widget", "
                "Kernel Restarting", "Dead kernel", "model not found")
 
 WIDGET_REPR = re.compile(r"\b[A-Z]\w*\((value|children|options)=")
+CHECK_CALL = re.compile(r'^check\("(\w+)"', re.MULTILINE)        # a lesson's check cell for one piece
+STUDENT_LESSON = "02_factorized_embeddings.ipynb"                # a build-path lesson that runs in seconds
+FILLED_IN = "02_factorized_embeddings_filled_in.ipynb"
 
 pytestmark = pytest.mark.slow
 
@@ -48,6 +57,18 @@ def chromium() -> str:
     return CHROMIUM
 
 
+def filled_in(name: str) -> nbformat.NotebookNode:
+    """The committed student version of a lesson with every exercise stub replaced by the teacher's cell
+    (as tests/test_lesson_pieces.py fills them): a learner who wrote each piece as the solution does."""
+    student = read_notebook(ROOT / "notebooks" / "student" / name)
+    teacher = read_notebook(ROOT / "notebooks" / name)
+    stubs = [i for i, cell in enumerate(student.cells) if has_stub(cell)]
+    assert stubs and len(student.cells) == len(teacher.cells), f"notebooks/student/{name}: stale, or no stub"
+    for i in stubs:
+        student.cells[i].source = teacher.cells[i].source
+    return student
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory) -> str:
     """JupyterLab from this Python environment, on loopback, serving a copy of the lessons (so autosave
@@ -55,6 +76,7 @@ def lab(tmp_path_factory) -> str:
     root = tmp_path_factory.mktemp("lab")
     for name in ("02_factorized_embeddings.ipynb", "04_pretraining_objectives.ipynb"):
         shutil.copy(ROOT / "notebooks" / name, root / name)
+    (root / FILLED_IN).write_text(notebook_text(filled_in(STUDENT_LESSON)))
     settings = root / ".settings" / "@jupyterlab"
     for extension, plugin, value in (("notebook-extension", "tracker", '{"windowingMode": "none"}'),
                                      ("apputils-extension", "notification", '{"fetchNews": "false"}')):
@@ -74,7 +96,7 @@ def lab(tmp_path_factory) -> str:
         env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180                  # a busy machine starts it slowly
         while True:
             try:
                 urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
@@ -195,6 +217,22 @@ def test_masking_explorer_reacts_to_its_sliders(browser, lab):
     expect(view).to_contain_text(f"{n_real} real tokens, budget {budget},")
     page.screenshot(path=ARTIFACTS / "04_masking_explorer_after.png")
     assert_no_errors(page, "lesson 04")
+    page.close()
+
+
+def test_a_student_version_with_its_pieces_written_runs_and_every_check_says_right(browser, lab):
+    page = run_lesson(browser, lab, FILLED_IN)
+    name = f"student {STUDENT_LESSON} filled in"
+    assert_no_errors(page, name)
+    lesson = read_notebook(ROOT / "notebooks" / STUDENT_LESSON)
+    pieces = CHECK_CALL.findall("\n".join(c.source for c in lesson.cells if c.cell_type == "code"))
+    assert pieces, f"{STUDENT_LESSON} checks no piece"
+    outputs = "\n".join(page.locator(".jp-OutputArea").all_inner_texts())
+    for piece in pieces:                 # pieces.py: "<piece>: right: matches the package on 3 random ..."
+        said = re.findall(rf"^{piece}: .*$", outputs, re.MULTILINE)
+        assert said, f"{name}: no verdict line for the piece {piece}"
+        assert all(re.match(rf"{piece}: right: matches the package on \d+ random inputs", s) for s in said), (
+            f"{name}: {said}")
     page.close()
 
 
