@@ -1,6 +1,8 @@
 """The committed notebooks are clean, and the README, the course map and cross-references agree with
 the lesson files."""
 
+import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -72,3 +74,52 @@ def test_cross_references_point_at_lessons_that_exist():
             assert number in LESSONS, f"{name} refers to lesson {number}, which does not exist"
         for stem in re.findall(r"\b(\d\d_[a-z_]+[a-z])\b", text):
             assert stem in LESSONS.values(), f"{name} refers to {stem}, which is not a lesson file"
+
+
+BOX_LABELS = ("Time", "Prerequisites", "You will build", "You will measure")
+INTERNAL_WORDS = re.compile(r"\bissue's\b|\bthe issue\b|\bthis issue\b|\brecipe version\b|\bhelper-\d", re.I)
+GRADES = ("Warm-up", "Core", "Stretch")
+
+
+def lesson_times() -> dict:
+    path = ROOT / "assets" / "benchmarks" / "lesson_times.json"
+    return json.loads(path.read_text()) if path.exists() else {"seconds": {}}
+
+
+@pytest.mark.parametrize("path", lessons(NOTEBOOKS), ids=lambda p: p.stem[:2])
+def test_every_lesson_opens_with_its_box(path):
+    """Time, prerequisites, what you build, what you measure; the time is the measured one."""
+    first = next(c for c in read_notebook(path).cells if c.cell_type == "markdown").source
+    lines = first.splitlines()
+    assert lines[0].startswith(f"# {path.stem[:2]} · ") and "> **In this lesson**" in lines, (
+        f"{path.name}: the first cell is the title, then the '> **In this lesson**' box")
+    box = lines[lines.index("> **In this lesson**") + 1:][:len(BOX_LABELS)]
+    assert [re.match(r"> - \*\*(.+?):\*\* \S", line) and line[6:].split(":**")[0] for line in box] == list(
+        BOX_LABELS), f"{path.name}: the box lists {', '.join(BOX_LABELS)}, in that order, each with a text"
+    times = lesson_times()
+    seconds = times["seconds"].get(path.stem)
+    if seconds is None:
+        assert box[0] == "> - **Time:** not measured yet at course scale", (
+            f"{path.name} states a time that benchmarks/lesson_times.py did not measure")
+    else:
+        spec = importlib.util.spec_from_file_location("lesson_times", ROOT / "benchmarks" / "lesson_times.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        assert box[0] == module.box_time(seconds, times), (
+            f"{path.name}: the box's time disagrees with assets/benchmarks/lesson_times.json: "
+            "run `python benchmarks/lesson_times.py --write-boxes`")
+
+
+@pytest.mark.parametrize("path", lessons(NOTEBOOKS), ids=lambda p: p.stem[:2])
+def test_lessons_are_free_of_internal_words_and_grade_their_exercises(path):
+    cells = read_notebook(path).cells
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    assert not INTERNAL_WORDS.search(text), f"{path.name}: {INTERNAL_WORDS.search(text).group(0)!r}"
+    exercises = next(c.source for c in cells if c.cell_type == "markdown" and "## Exercises" in c.source)
+    items = re.findall(r"^\d+\. (.*)$", exercises.split("## Exercises", 1)[1], re.MULTILINE)
+    grades = [next((g for g in GRADES if item.startswith(f"**{g}.**")), None) for item in items]
+    assert items and None not in grades, (
+        f"{path.name}: every exercise starts with **Warm-up.**, **Core.** or **Stretch.**")
+    assert grades == sorted(grades, key=GRADES.index), f"{path.name}: warm-ups first, stretch last"
+    needed = GRADES[:1] if path.stem.startswith("00") else GRADES
+    assert set(needed) <= set(grades), f"{path.name} needs at least one exercise of each grade {needed}"
