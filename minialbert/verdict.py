@@ -10,6 +10,11 @@
     reproduced     one arm against the paper's claim, in a stated direction ("above" or "below" the
                    claim, or "at" it within a margin), always with the condition it holds under.
 
+Higher is better unless the call says better="lower" (beats and non-inferior; e.g. an oscillation measure,
+where the smoother curve scores lower): then A beats B when B - A exceeds the spreads and A's interval lies
+wholly below B's, and A is non-inferior to B when the upper 95% bound of A - B is below +margin.
+reproduced takes no `better`: its direction says which side of the claim counts.
+
 An arm is a plain mapping, {"value": 0.162, "ci95": [0.151, 0.175], "seeds": [0.162, 0.158, 0.170]}
 ("name" optional; "seeds" needed by `beats` only), because the numbers arrive as JSON (a lesson's
 result file, a figure's numbers): it reads the same in a lesson, a JSON file and a test, with no class
@@ -23,10 +28,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["DIRECTIONS", "RULES", "Verdict", "verdict"]
+__all__ = ["BETTER", "DIRECTIONS", "RULES", "Verdict", "verdict"]
 
 RULES = ("beats", "non-inferior", "reproduced")
 DIRECTIONS = ("above", "below", "at")
+BETTER = ("higher", "lower")
 
 
 @dataclass(frozen=True)
@@ -56,13 +62,18 @@ class _Arm:
 
 def verdict(rule: str, a: Mapping, b: Mapping | None = None, *, margin: float | None = None,
             difference: Sequence[float] | None = None, claim: float | None = None,
-            direction: str | None = None, condition: str | None = None, percent: bool = False) -> Verdict:
+            direction: str | None = None, condition: str | None = None, percent: bool = False,
+            better: str | None = None) -> Verdict:
     """The verdict of `rule` (one of RULES, see the module doc) on arm `a` (and arm `b`, for beats and
     non-inferior). margin: non-inferior's margin, or how far from the claim "at" may be; difference: the
     95% interval of A - B where one was measured (non-inferior); claim, direction, condition: what
-    reproduced compares with. percent: show numbers as % and gaps as points."""
+    reproduced compares with. percent: show numbers as % and gaps as points. better: "higher" (the
+    default) or "lower", which values are better (beats and non-inferior)."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
+    if better is not None and better not in BETTER:
+        raise ValueError(f"better must be one of {', '.join(BETTER)}, got {better!r}")
+    lower = better == "lower"
     if margin is not None and not (_finite(margin) and margin >= 0):
         raise ValueError(f"margin must be a number >= 0, got {margin!r}")
     show = _Numbers(percent)
@@ -70,6 +81,9 @@ def verdict(rule: str, a: Mapping, b: Mapping | None = None, *, margin: float | 
     if rule == "reproduced":
         if b is not None or difference is not None:
             raise ValueError("reproduced compares one arm with the paper's claim: pass no B, no difference")
+        if better is not None:
+            raise ValueError("reproduced takes no better: its direction ('above', 'below', 'at') says which "
+                             "side of the claim counts")
         return _reproduced(arm_a, claim, direction, condition, margin, show)
     if b is None:
         raise ValueError(f"{rule} compares two arms: pass B")
@@ -80,51 +94,66 @@ def verdict(rule: str, a: Mapping, b: Mapping | None = None, *, margin: float | 
         if margin is not None or difference is not None:
             raise ValueError("beats takes no margin and no difference: its yardsticks are the seed spreads "
                              "and the two arms' intervals")
-        return _beats(arm_a, arm_b, show)
-    return _non_inferior(arm_a, arm_b, margin, difference, show)
+        return _beats(arm_a, arm_b, show, lower)
+    return _non_inferior(arm_a, arm_b, margin, difference, show, lower)
 
 
-def _beats(a: _Arm, b: _Arm, show: _Numbers) -> Verdict:
-    rule = (f"{a.name} beats {b.name} if {a.name} - {b.name} exceeds the largest seed spread of either arm "
-            f"and {a.name}'s 95% interval lies above {b.name}'s (and the other way round)")
-    lead, trail = (a, b) if a.value >= b.value else (b, a)
-    gap = lead.value - trail.value
-    separated = lead.lower > trail.upper
+def _beats(a: _Arm, b: _Arm, show: _Numbers, lower: bool = False) -> Verdict:
+    if lower:
+        rule = (f"{a.name} beats {b.name} (lower is better) if {b.name} - {a.name} exceeds the largest seed "
+                f"spread of either arm and {a.name}'s 95% interval lies below {b.name}'s (and the other way "
+                f"round)")
+        lead, trail = (a, b) if a.value <= b.value else (b, a)
+        separated = lead.upper < trail.lower
+    else:
+        rule = (f"{a.name} beats {b.name} if {a.name} - {b.name} exceeds the largest seed spread of either "
+                f"arm and {a.name}'s 95% interval lies above {b.name}'s (and the other way round)")
+        lead, trail = (a, b) if a.value >= b.value else (b, a)
+        separated = lead.lower > trail.upper
+    gap = abs(lead.value - trail.value)
+    signed = lead.value - trail.value
+    side = "lies below" if lower else "lies above"
     intervals = (f"{lead.name}'s interval {show.interval(lead)} "
-                 + ("lies above" if separated else "overlaps") + f" {trail.name}'s {show.interval(trail)}")
+                 + (side if separated else "overlaps") + f" {trail.name}'s {show.interval(trail)}")
     one_seed = [arm.name for arm in (a, b) if len(arm.seeds) == 1]
     if one_seed:
         unknown = f"only one seed of {' and '.join(one_seed)}, so the seed spread is unknown"
         label = f"hint: {lead.name} ahead" if separated else "not separated"
-        return Verdict(label, rule, f"{lead.name} - {trail.name} = {show.gap(gap)}; {intervals}; {unknown}"
+        return Verdict(label, rule, f"{lead.name} - {trail.name} = {show.gap(signed)}; {intervals}; {unknown}"
                                     + (": at most a hint, never a finding" if separated else ""))
     noisiest = max((a, b), key=lambda arm: arm.spread)
     beyond = gap > noisiest.spread
     label = f"{lead.name} beats {trail.name}" if beyond and separated else "not separated"
     spread = f"the largest seed spread, {noisiest.name}'s {show.size(noisiest.spread)}"
-    return Verdict(label, rule, f"{lead.name} - {trail.name} = {show.gap(gap)} "
+    return Verdict(label, rule, f"{lead.name} - {trail.name} = {show.gap(signed)} "
                                 f"{'exceeds' if beyond else 'is within'} {spread}; {intervals}")
 
 
 def _non_inferior(a: _Arm, b: _Arm, margin: float | None, difference: Sequence[float] | None,
-                  show: _Numbers) -> Verdict:
+                  show: _Numbers, lower: bool = False) -> Verdict:
     if margin is None:
         raise ValueError("non-inferior needs a margin: how much worse A may be than B and still cost "
                          "nothing (state it before the numbers)")
+    # The bound that matters: the lower one of A - B when higher is better, the upper one when lower is.
+    which, sign = ("upper", "+") if lower else ("lower", "-")
     if difference is not None:
         low, high = _interval(difference, "difference")
+        bound = high if lower else low
         source = f"from the interval of the difference, [{show.gap(low)}, {show.gap(high)}]"
     else:
-        low = a.lower - b.upper
-        source = (f"conservatively {a.name}'s lower {show.value(a.lower)} - {b.name}'s upper "
+        bound = a.upper - b.lower if lower else a.lower - b.upper
+        source = (f"conservatively {a.name}'s upper {show.value(a.upper)} - {b.name}'s lower "
+                  f"{show.value(b.lower)}" if lower else
+                  f"conservatively {a.name}'s lower {show.value(a.lower)} - {b.name}'s upper "
                   f"{show.value(b.upper)}")
-    rule = (f"{a.name} is non-inferior to {b.name} if the lower 95% bound of {a.name} - {b.name} is above "
-            f"-{show.size(margin)} (the margin)")
-    holds = low > -margin
+    rule = (f"{a.name} is non-inferior to {b.name}{' (lower is better)' if lower else ''} if the {which} 95% "
+            f"bound of {a.name} - {b.name} is {'below' if lower else 'above'} {sign}{show.size(margin)} "
+            f"(the margin)")
+    holds = bound < margin if lower else bound > -margin
     label = f"{a.name} non-inferior to {b.name}" if holds else f"{a.name} not shown non-inferior to {b.name}"
-    return Verdict(label, rule, f"{a.name} - {b.name} = {show.gap(a.value - b.value)}, lower bound "
-                                f"{show.gap(low)} ({source}), " + ("above" if holds else "not above")
-                                + f" -{show.size(margin)}")
+    side = ("below" if holds else "not below") if lower else ("above" if holds else "not above")
+    return Verdict(label, rule, f"{a.name} - {b.name} = {show.gap(a.value - b.value)}, {which} bound "
+                                f"{show.gap(bound)} ({source}), {side} {sign}{show.size(margin)}")
 
 
 def _reproduced(a: _Arm, claim: float | None, direction: str | None, condition: str | None,

@@ -86,6 +86,44 @@ def test_reproduced_states_its_direction_and_condition():
     assert "\n" not in str(spread) and "a condition" in spread.rule
 
 
+# Lower is better: an oscillation measure, where the smoother curve scores less (one seed per model).
+SMOOTH = arm("albert", 0.4, [0.3, 0.5], [0.4])
+JAGGED = arm("bert", 1.6, [1.4, 1.8], [1.6])
+
+
+def test_beats_with_lower_better_leads_with_the_lower_value():
+    hint = verdict("beats", SMOOTH, JAGGED, better="lower")
+    assert hint.label == "hint: albert ahead"
+    assert "albert - bert = -1.2; albert's interval [0.3, 0.5] lies below bert's [1.4, 1.8]" in hint.reason
+    assert "(lower is better)" in hint.rule and "albert's 95% interval lies below bert's" in hint.rule
+    assert verdict("beats", JAGGED, SMOOTH, better="lower").label == "hint: albert ahead"     # either order
+    assert verdict("beats", SMOOTH, JAGGED).label == "hint: bert ahead"          # higher: the default
+    overlap = verdict("beats", SMOOTH, {**JAGGED, "ci95": [0.45, 1.8]}, better="lower")
+    assert overlap.label == "not separated" and "overlaps" in overlap.reason
+    seeds = verdict("beats", {**SMOOTH, "seeds": [0.35, 0.45]}, {**JAGGED, "seeds": [1.5, 1.7]},
+                    better="lower")
+    assert seeds.label == "albert beats bert" and "-1.2 exceeds the largest seed spread" in seeds.reason
+    noisy = verdict("beats", {**SMOOTH, "seeds": [0.1, 1.5]}, {**JAGGED, "seeds": [1.5, 1.7]},
+                    better="lower")
+    assert noisy.label == "not separated"
+    assert "is within the largest seed spread, albert's 1.4" in noisy.reason
+
+
+def test_non_inferior_with_lower_better_bounds_the_upper_end():
+    close = arm("albert", 1.65, [1.5, 1.8])                      # a little worse (higher) than bert
+    holds = verdict("non-inferior", close, JAGGED, margin=0.5, better="lower")
+    assert holds.label == "albert non-inferior to bert"
+    assert "upper bound +0.4 (conservatively albert's upper 1.8 - bert's lower 1.4), below +0.5" \
+        in holds.reason
+    assert "(lower is better) if the upper 95% bound of albert - bert is below +0.5" in holds.rule
+    assert verdict("non-inferior", close, JAGGED, margin=0.3, better="lower").label == \
+        "albert not shown non-inferior to bert"
+    paired = verdict("non-inferior", close, JAGGED, margin=0.3, difference=[-0.1, 0.2], better="lower")
+    assert paired.label == "albert non-inferior to bert" and "upper bound +0.2" in paired.reason
+    assert verdict("non-inferior", SMOOTH, JAGGED, margin=0.0, better="lower").label == \
+        "albert non-inferior to bert"
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: verdict("wins", SOP, MLM), "unknown rule 'wins'; choose one of beats, non-inferior, reproduced"),
     (lambda: verdict("beats", {**SOP, "ci95": [0.2, 0.1]}, MLM), "sop's ci95 has its lower bound 0.2 above"),
@@ -107,6 +145,9 @@ def test_reproduced_states_its_direction_and_condition():
     (lambda: verdict("reproduced", SOP, direction="above", condition="c"), "needs the paper's claim"),
     (lambda: verdict("reproduced", SOP, claim=0.5, direction="at", condition="c"), "'at' needs a margin"),
     (lambda: verdict("reproduced", SOP, MLM, claim=0.5, direction="above", condition="c"), "pass no B"),
+    (lambda: verdict("beats", SOP, MLM, better="smaller"), "better must be one of higher, lower"),
+    (lambda: verdict("reproduced", SOP, claim=0.5, direction="below", condition="c", better="lower"),
+     "reproduced takes no better"),
 ])
 def test_bad_input_is_refused_with_a_clear_message(call, message):
     with pytest.raises(ValueError, match=message):
