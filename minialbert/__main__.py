@@ -111,7 +111,7 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
                   f"~{left:>5s} min left  {r['about']}")
         return
     rows = zoo.build(args.only, scale, progress=not args.quiet)
-    print(zoo.format_summary(rows))
+    print(zoo.format_summary(rows, markdown=args.markdown))
     if args.out:
         import platform
 

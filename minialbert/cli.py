@@ -142,6 +142,8 @@ def build_parser() -> Parser:
                           "rewrite its MANIFEST.json (for maintainers)")
     zoo.add_argument("--out", type=Path, metavar="FILE",
                      help="also write the summary (held-out metrics and minutes per entry) as JSON here")
+    zoo.add_argument("--markdown", action="store_true",
+                     help="print the summary as a markdown table (README's zoo section)")
 
     abl = command("ablation", help="the NSP vs SOP ablation (the paper's Table 5) on the zoo's arms",
                          description="Cross-evaluate the zoo's MLM-only, NSP, SOP and length-balanced SOP "

@@ -417,18 +417,34 @@ def summary(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
             rows.append({"name": row["name"], "state": row["state"]})
             continue
         ev = evaluation(row["name"], scale)
-        train_seconds = max((r["seconds"] for r in metrics(row["name"], scale) if "seconds" in r), default=0)
+        records = metrics(row["name"], scale)
+        train_seconds = max((r["seconds"] for r in records if "seconds" in r), default=0)
+        unigram = ev["baselines"]["unigram"]["mask"]
         rows.append({"name": row["name"], "state": row["state"], "steps": row["steps"],
                      "minutes": train_seconds / 60, "mask_accuracy": ev["mlm"]["mask"],
                      "all_accuracy": ev["mlm"]["all"], "neighbour_mask": ev["baselines"]["neighbour"]["mask"],
-                     "unigram_mask": ev["baselines"]["unigram"]["mask"], "sentence": ev.get("sentence")})
+                     "unigram_mask": unigram, "sentence": ev.get("sentence"),
+                     "left_plateau": left_plateau(records, unigram)})
     return rows
 
 
-def format_summary(rows: list[dict]) -> str:
-    """The summary as a table for a terminal."""
+def left_plateau(records: list[dict], unigram: dict) -> int | None:
+    """The first held-out evaluation's step whose [MASK] accuracy interval lies wholly above the unigram
+    baseline's interval (None: the entry never left the plateau)."""
+    for r in records:
+        if r.get("split") == "valid" and "mask_ci95" in r and r["mask_ci95"][0] > unigram["ci95"][1]:
+            return r["step"]
+    return None
+
+
+def format_summary(rows: list[dict], markdown: bool = False) -> str:
+    """The summary as a table for a terminal, or (markdown) for README's zoo section."""
     def pct(p):
         return f"{100 * p['accuracy']:.1f}% [{100 * p['ci95'][0]:.1f}, {100 * p['ci95'][1]:.1f}]"
+    if markdown:
+        head = ("| entry | steps | minutes | held-out `[MASK]` accuracy [95% CI] | unigram / neighbour-count "
+                "| all predicted | sentence task (share predicted class 1) | left the plateau at |")
+        return "\n".join([head, "|---" * 8 + "|"] + [_markdown_row(r, pct) for r in rows])
     lines = [f"{'entry':22s} {'minutes':>7s} {'[MASK] acc':>20s} {'neighbour':>8s} {'all predicted':>20s} "
              f"{'sentence task (pred. class 1)':>32s}"]
     for r in rows:
@@ -441,3 +457,14 @@ def format_summary(rows: list[dict]) -> str:
                      f"{100 * r['neighbour_mask']['accuracy']:7.1f}% {pct(r['all_accuracy']):>20s} "
                      f"{sent:>32s}")
     return "\n".join(lines)
+
+
+def _markdown_row(r: dict, pct: Callable[[dict], str]) -> str:
+    if not available(r):
+        return f"| `{r['name']}` | {r['state']} | | | | | | |"
+    s = r["sentence"]
+    sentence = f"{s['task'].upper()} {pct(s)} ({100 * s['predicted_shares'][1]:.0f}%)" if s else "-"
+    plateau = "never" if r["left_plateau"] is None else f"step {r['left_plateau']:,}"
+    return (f"| `{r['name']}` | {r['steps']:,} | {r['minutes']:.1f} | {pct(r['mask_accuracy'])} | "
+            f"{100 * r['unigram_mask']['accuracy']:.1f}% / {100 * r['neighbour_mask']['accuracy']:.1f}% | "
+            f"{pct(r['all_accuracy'])} | {sentence} | {plateau} |")

@@ -67,6 +67,9 @@ def test_build_caches_evaluates_and_reuses(capsys):
     assert "training" not in capsys.readouterr().out and not first.training
     assert zoo.status(SCALE, ["albert-sop", "albert-nsp"])[1]["state"] == "missing"
     assert "albert-sop" in zoo.format_summary(rows)
+    table = zoo.format_summary(rows, markdown=True).splitlines()
+    assert table[1] == "|---|---|---|---|---|---|---|---|" and table[2].startswith("| `albert-sop` | 4 |")
+    assert table[2].count("|") == table[0].count("|") == 9
     kept = zoo.checkpoints("albert-sop", SCALE)                      # every evaluation's checkpoint
     assert list(kept) == [2, 4] and kept[4] == find_checkpoint(run_dir)
 
@@ -355,3 +358,14 @@ def test_an_entry_built_meanwhile_by_another_process_is_skipped(monkeypatch):
     monkeypatch.setattr(zoo, "_train", first_also_builds_the_other)
     rows = zoo.build(["albert-share-ffn", "albert-share-attention"], SCALE, progress=False)
     assert trained == ["albert-share-ffn"] and [r["state"] for r in rows] == ["built", "built"]
+
+
+def test_left_plateau_is_the_first_evaluation_whose_interval_clears_the_unigram_baselines():
+    unigram = {"accuracy": 0.06, "ci95": [0.055, 0.065]}
+    records = [{"split": "train", "step": 1, "loss": 9.0},
+               {"split": "valid", "step": 1000, "mask_ci95": [0.05, 0.07]},
+               {"split": "valid", "step": 2000, "mask_ci95": [0.065, 0.08]},     # touches 6.5%: not yet
+               {"split": "valid", "step": 3000, "mask_ci95": [0.066, 0.09]},
+               {"split": "valid", "step": 4000, "mask_ci95": [0.05, 0.07]}]     # a later fall changes nothing
+    assert zoo.left_plateau(records, unigram) == 3000
+    assert zoo.left_plateau(records[:3], unigram) is None
