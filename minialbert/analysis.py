@@ -18,13 +18,18 @@ few "rogue" dimensions with huge variance cannot dominate the distance and the a
 also for tokens="cls": h_0 of [CLS] is the same vector in every sequence (same token, position and
 segment), so its std over [CLS] alone is 0 and dividing by it would blow up layer 1.
 
-Everything streams: per layer we keep sums and sums of squares, never a list of hidden states, so
-memory does not grow with the number of sequences.
+Everything streams: per layer we keep sums and sums of squares (layer_transitions) or one number per
+layer and sequence (sequence_transitions), never a list of hidden states.
+
+Verdicts need intervals that respect how the text was drawn: sequences cut from one document are not
+independent. document_bootstrap resamples whole documents (heldout_documents names each held-out
+sequence's document) and recomputes the mean curves and their measures (curve_measures) on each resample.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import torch
@@ -151,16 +156,11 @@ def _dimension_std(encoder, batches, device, progress) -> list[torch.Tensor]:
             for s, q in zip(sums, squares)]                                 # L + 1 tensors of (H,)
 
 
-@torch.no_grad()
-def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "all",
-                      standardize: bool = False, progress: bool = False) -> LayerTransitions:
-    """How far, and by what angle, each layer moves the hidden states (see DEFINITION).
-
-    model: an AlbertForPretraining or AlbertModel (ours, or loaded by minialbert.hf from HF ALBERT /
-    BERT weights). batches: dicts with input_ids (B, N), attention_mask (B, N) and optionally
-    token_type_ids, e.g. from heldout_batches(); a list when standardize=True (it is read twice).
-    Runs on the model's device, in eval mode, without gradients.
-    """
+@contextmanager
+def _measuring(model: nn.Module, batches: Iterable[dict], tokens: str, standardize: bool, progress: bool):
+    """Check the arguments, put the encoder in eval mode (and back afterwards), run the standardize pass;
+    yield measure(batch) -> (2, L, B') float64: per sequence with a chosen token, its mean L2 [0] and
+    angle [1] at each layer."""
     if tokens not in TOKEN_CHOICES:
         raise ValueError(f"tokens must be one of {', '.join(TOKEN_CHOICES)}, got {tokens!r}")
     if isinstance(batches, Sequence) and not batches:
@@ -173,10 +173,8 @@ def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "
     encoder.eval()
     try:
         std = _dimension_std(encoder, batches, device, progress) if standardize else None
-        # Per layer, sums over sequences of the per-sequence mean and of its square (float64).
-        n = 0
-        sums = squares = None
-        for batch in tqdm(batches, disable=not progress, desc="layer transitions"):
+
+        def measure(batch: dict) -> torch.Tensor:
             states, mask = _hidden_states(encoder, batch, device)
             if std is not None:
                 states = [h / s for h, s in zip(states, std)]
@@ -187,15 +185,35 @@ def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "
             l2 = torch.stack([d for d, _ in steps])                              # (L, B, N)
             angle = torch.stack([a for _, a in steps])                           # (L, B, N)
             per_seq = torch.stack([(l2 * w).sum(-1), (angle * w).sum(-1)])[..., rows]        # (2, L, B')
-            per_seq = per_seq / per_token[rows]
+            return per_seq / per_token[rows]
+
+        yield measure
+    finally:
+        encoder.train(was_training)
+
+
+@torch.no_grad()
+def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "all",
+                      standardize: bool = False, progress: bool = False) -> LayerTransitions:
+    """How far, and by what angle, each layer moves the hidden states (see DEFINITION).
+
+    model: an AlbertForPretraining or AlbertModel (ours, or loaded by minialbert.hf from HF ALBERT /
+    BERT weights). batches: dicts with input_ids (B, N), attention_mask (B, N) and optionally
+    token_type_ids, e.g. from heldout_batches(); a list when standardize=True (it is read twice).
+    Runs on the model's device, in eval mode, without gradients.
+    """
+    # Per layer, sums over sequences of the per-sequence mean and of its square (float64).
+    n = 0
+    sums = squares = None
+    with _measuring(model, batches, tokens, standardize, progress) as measure:
+        for batch in tqdm(batches, disable=not progress, desc="layer transitions"):
+            per_seq = measure(batch)                                         # (2, L, B')
             if sums is None:
-                sums = torch.zeros(per_seq.shape[:2], dtype=torch.float64, device=device)    # (2, L)
+                sums = torch.zeros(per_seq.shape[:2], dtype=torch.float64, device=per_seq.device)   # (2, L)
                 squares = torch.zeros_like(sums)
             sums += per_seq.sum(-1)
             squares += (per_seq ** 2).sum(-1)
-            n += int(rows.sum())
-    finally:
-        encoder.train(was_training)
+            n += per_seq.shape[-1]
     if n == 0:
         raise ValueError(EMPTY)
     mean = sums / n                                                          # (2, L)
@@ -208,6 +226,76 @@ def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "
         l2=mean[0], l2_ci95=[list(p) for p in zip(low[0], high[0])],
         angle=mean[1], angle_ci95=[list(p) for p in zip(low[1], high[1])],
         sequences=n, tokens=tokens, standardize=standardize)
+
+
+@torch.no_grad()
+def sequence_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "all",
+                         standardize: bool = False, progress: bool = False) -> torch.Tensor:
+    """layer_transitions before the mean over sequences: a (2, L, S) float64 tensor on the CPU, [0] the
+    L2 and [1] the angle (degrees) of each layer for each sequence, in batch order (S counts the sequences
+    with a chosen token: every sequence of heldout_batches). Its mean over the last dim is
+    layer_transitions' curve; document_bootstrap resamples it."""
+    with _measuring(model, batches, tokens, standardize, progress) as measure:
+        parts = [measure(batch).cpu() for batch in tqdm(batches, disable=not progress, desc="per sequence")]
+    if not parts or sum(p.shape[-1] for p in parts) == 0:
+        raise ValueError(EMPTY)
+    return torch.cat(parts, dim=-1)
+
+
+def curve_measures(curves: torch.Tensor | Sequence[Sequence[float]]) -> dict[str, dict[str, float]]:
+    """What the lesson judges on the mean curves (2, L) (L2, angle): for each curve its oscillation (see
+    oscillation), last_over_first = v_L / v_1 (how much of the first layer's move is left at the last:
+    a stack that reaches a fixed point drives it to 0) and spread_after_first = max - min of v_2 .. v_L
+    (how differently layers 2..L move their input, in the curve's own units; 0 for a flat curve)."""
+    out = {}
+    for key, curve in zip(("l2", "angle"), curves):
+        values = [float(v) for v in curve]
+        after_first = values[1:] or values
+        out[key] = {**oscillation(values),
+                    "last_over_first": values[-1] / values[0] if values[0] else float("inf"),
+                    "spread_after_first": max(after_first) - min(after_first)}
+    return out
+
+
+def document_bootstrap(per_sequence: torch.Tensor, documents: Sequence[int] | torch.Tensor,
+                       measures: Callable = curve_measures, reps: int = 1000,
+                       seed: int = 0) -> dict[str, dict[str, dict]]:
+    """95% intervals for measures of the mean curves, resampling whole documents.
+
+    per_sequence: (2, L, S) from sequence_transitions; documents: (S,) the document of each sequence
+    (heldout_documents). Each of `reps` replicates draws as many documents as there are, with
+    replacement, pools all their sequences, takes the mean curves and applies `measures` (curves (2, L) ->
+    {curve: {measure: number}}). Returns {curve: {measure: {"value": on all sequences, "ci95": [2.5th,
+    97.5th percentile]}}}; the percentiles are taken at replicate values ("lower" / "higher"
+    interpolation), so a count such as sign_changes keeps whole-number bounds.
+    """
+    documents = torch.as_tensor(documents).reshape(-1)
+    if per_sequence.ndim != 3 or per_sequence.shape[-1] != documents.numel():
+        raise ValueError(f"per_sequence {tuple(per_sequence.shape)} needs one document per sequence (its "
+                         f"last dim), got {documents.numel()} documents")
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    _, doc = torch.unique(documents, return_inverse=True)
+    n_docs = int(doc.max()) + 1
+    per_sequence = per_sequence.double()
+    sums = torch.zeros(*per_sequence.shape[:2], n_docs, dtype=torch.float64).index_add_(2, doc, per_sequence)
+    counts = torch.bincount(doc, minlength=n_docs).double()                 # (D,) sequences per document
+    generator = torch.Generator().manual_seed(seed)
+    replicates = []
+    for start in range(0, reps, 100):                                        # 100 replicates at a time
+        draws = torch.randint(n_docs, (min(100, reps - start), n_docs), generator=generator)   # (R, D)
+        curves = sums[:, :, draws].sum(-1) / counts[draws].sum(-1)          # (2, L, R)
+        replicates += [measures(curves[..., r]) for r in range(curves.shape[-1])]
+    full = measures(per_sequence.mean(-1))
+    out = {}
+    for curve, values in full.items():
+        out[curve] = {}
+        for name, value in values.items():
+            draws = torch.tensor([float(r[curve][name]) for r in replicates], dtype=torch.float64)
+            low = torch.quantile(draws, 0.025, interpolation="lower").item()
+            high = torch.quantile(draws, 0.975, interpolation="higher").item()
+            out[curve][name] = {"value": value, "ci95": [low, high]}
+    return out
 
 
 def total_variation_by_fold(model: nn.Module, batches: Sequence[dict], folds: int = 5, tokens: str = "all",
@@ -249,6 +337,16 @@ def heldout_batches(dataset, sequences: int | None = None, batch_size: int = 32,
         batch = collate(examples[start:start + batch_size])
         batches.append({k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")})
     return batches
+
+
+def heldout_documents(dataset, sequences: int | None = None, seed: int = 0) -> torch.Tensor:
+    """The document of each sequence heldout_batches(dataset, sequences, seed=seed) holds, in its order:
+    (S,) ids, for document_bootstrap."""
+    documents = getattr(dataset, "document_ids", None)
+    if documents is None:
+        raise ValueError("this dataset does not name the document of its examples (document_ids is None): "
+                         "a document bootstrap needs them")
+    return documents[evaluation_sample(dataset, sequences, seed)].clone()
 
 
 def official_model_batches(name: str, dataset, tokenizer: Tokenizer, sequences: int | None,

@@ -10,7 +10,7 @@ import torch
 import transformers
 from torch import nn
 
-from minialbert import AlbertConfig, AlbertForPretraining, hf
+from minialbert import AlbertConfig, AlbertForPretraining, analysis, hf
 from minialbert.__main__ import main
 from minialbert.analysis import heldout_batches, layer_transitions, total_variation, total_variation_by_fold
 
@@ -218,6 +218,71 @@ def test_total_variation_by_fold_is_the_total_variation_of_each_part():
         total_variation_by_fold(model, batches, folds=99)
 
 
+def test_sequence_transitions_average_to_layer_transitions():
+    model, batches = _ours(), _batches()
+    for tokens, standardize in (("all", False), ("cls", True)):
+        per = analysis.sequence_transitions(model, batches, tokens=tokens, standardize=standardize)
+        summary = layer_transitions(model, batches, tokens=tokens, standardize=standardize)
+        assert per.shape == (2, 4, 5) and per.dtype == torch.float64 and per.device.type == "cpu"
+        want = torch.tensor([summary.l2, summary.angle], dtype=torch.float64)
+        torch.testing.assert_close(per.mean(-1), want)
+    first = analysis.sequence_transitions(model, batches[:1])          # batch order is sequence order
+    torch.testing.assert_close(analysis.sequence_transitions(model, batches)[..., :3], first)
+    with pytest.raises(ValueError, match="empty batch list"):
+        analysis.sequence_transitions(model, [])
+
+
+def test_curve_measures_on_constructed_curves():
+    falling, zigzag = [4.0, 2.0, 1.5, 1.0], [1.0, 3.0, 1.0, 3.0, 1.0]
+    found = analysis.curve_measures([falling, zigzag])
+    assert found["l2"]["sign_changes"] == 0 and found["angle"]["sign_changes"] == len(zigzag) - 2
+    assert found["l2"]["last_over_first"] == pytest.approx(0.25)
+    assert found["l2"]["spread_after_first"] == pytest.approx(1.0)               # 2.0 - 1.0, layer 1 left out
+    assert found["angle"]["second_difference"] == pytest.approx(6.0)             # 3 reversals over range 2
+    assert analysis.curve_measures([[1.0, 1.0], [2.0, 2.0]])["l2"]["spread_after_first"] == 0.0
+
+
+def _constructed(per_doc_curves, copies=1):
+    """(2, L, S) per-sequence values and their documents: each document's sequences all equal its curve."""
+    values, docs = [], []
+    for d, curve in enumerate(per_doc_curves):
+        for _ in range(copies):
+            values.append(torch.tensor([curve, curve], dtype=torch.float64))         # (2, L)
+            docs.append(d)
+    return torch.stack(values, dim=-1), torch.tensor(docs)
+
+
+def test_document_bootstrap_resamples_documents_not_sequences():
+    zigzag = [1.0, 3.0, 1.0, 3.0, 1.0, 3.0]
+    same, docs = _constructed([zigzag] * 8)
+    exact = analysis.document_bootstrap(same, docs, reps=200)        # every document alike: no uncertainty
+    assert exact["l2"]["sign_changes"] == {"value": 4, "ci95": [4.0, 4.0]}
+    gen = torch.Generator().manual_seed(0)
+    curves = [[3.0, 2.0, 1.5, 1.2] + (torch.randn(2, generator=gen) * 0.3).tolist() for _ in range(12)]
+    per, docs = _constructed(curves)
+    found = analysis.document_bootstrap(per, docs, reps=300, seed=1)
+    for curve in ("l2", "angle"):
+        for name, result in found[curve].items():
+            low, high = result["ci95"]
+            assert low <= result["value"] <= high or name == "sign_changes"   # a count may sit at its edge
+        assert found[curve]["sign_changes"]["ci95"][0] == int(found[curve]["sign_changes"]["ci95"][0])
+    assert found["l2"]["last_over_first"]["ci95"][1] > found["l2"]["last_over_first"]["ci95"][0]
+    assert analysis.document_bootstrap(per, docs, reps=300, seed=1) == found                       # seeded
+    # Copies of a sequence inside its document add no evidence: the interval stays the same ...
+    copied, copied_docs = _constructed(curves, copies=5)
+    flat = lambda r: [x for c in r.values() for m in c.values() for x in (m["value"], *m["ci95"])]
+    same_docs = analysis.document_bootstrap(copied, copied_docs, reps=300, seed=1)
+    assert flat(same_docs) == pytest.approx(flat(found))
+    # ... while calling every copy its own document would narrow it.
+    alone = analysis.document_bootstrap(copied, torch.arange(copied.shape[-1]), reps=300, seed=1)
+    width = lambda r: r["l2"]["last_over_first"]["ci95"][1] - r["l2"]["last_over_first"]["ci95"][0]
+    assert width(alone) < 0.7 * width(found)
+    with pytest.raises(ValueError, match="needs one document per sequence"):
+        analysis.document_bootstrap(per, docs[:-1])
+    with pytest.raises(ValueError, match="reps must be at least 1"):
+        analysis.document_bootstrap(per, docs, reps=0)
+
+
 def test_clear_errors():
     model = _ours()
     with pytest.raises(ValueError, match="empty batch list"):
@@ -264,6 +329,7 @@ def ci_env(ci_cache, monkeypatch):
 
 def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
     from minialbert.course import course_pretraining_data, course_tokenizer
+    from minialbert.evaluation import evaluation_sample
     from minialbert.scale import SCALES
     from minialbert.tokenizer import CLS_ID, MASK_ID
 
@@ -273,6 +339,12 @@ def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
     for a, b in zip(first, again):
         assert all(torch.equal(a[k], b[k]) for k in a)
         assert (a["input_ids"][:, 0] == CLS_ID).all() and not (a["input_ids"] == MASK_ID).any()
+    documents = analysis.heldout_documents(data, 10)            # one per sequence, in the batches' order
+    assert documents.shape == (10,) and torch.equal(documents, data.document_ids[evaluation_sample(data, 10)])
+    seeded = analysis.heldout_documents(data, 10, seed=3)
+    assert torch.equal(seeded, data.document_ids[evaluation_sample(data, 10, 3)])
+    with pytest.raises(ValueError, match="does not name the document"):
+        analysis.heldout_documents(SimpleNamespace(document_ids=None), 10)
     tok = course_tokenizer(SCALES["ci"])
     retokenized = heldout_batches(data, 10, batch_size=4, source=tok, target=tok, max_len=16)
     assert max(b["input_ids"].shape[1] for b in retokenized) <= 16
