@@ -394,8 +394,13 @@ def ship(names: Sequence[str] | None, scale: Scale) -> Path:
             (tmp / "checkpoints" / ckpt.name).mkdir(parents=True)
             files = {}
             for name in WEIGHTS_FILES:
-                shutil.copy2(ckpt / name, tmp / "checkpoints" / ckpt.name / name)
-                files[name] = sha256_of(ckpt / name)
+                target_file = tmp / "checkpoints" / ckpt.name / name
+                if name == "trainer_state.json":      # its copy of every metrics record is only for resuming
+                    state = read_json(ckpt / name)
+                    write_json(target_file, {k: v for k, v in state.items() if k != "metrics"})
+                else:
+                    shutil.copy2(ckpt / name, target_file)
+                files[name] = sha256_of(target_file)
             write_json(tmp / "checkpoints" / ckpt.name / MANIFEST, files)
         atomic_write(tmp / "checkpoints" / "latest", kept[-1].name.encode())
         shutil.rmtree(target, ignore_errors=True)

@@ -255,6 +255,9 @@ def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkey
     manifest = json.loads((folder / zoo.SHIPPED_MANIFEST).read_text())
     assert set(manifest["entries"]) == {"albert-sop", "albert-nsp"}
     assert not any(p.endswith("optimizer.pt") for p in manifest["files"])          # weights only
+    states = [json.loads((folder / p).read_text()) for p in manifest["files"]
+              if p.endswith("trainer_state.json")]
+    assert states and all("metrics" not in s and s["step"] in (2, 4) for s in states)  # no resume history
     steps = {n: sorted(p.split("/")[2] for p in manifest["files"] if p.startswith(manifest["entries"][n])
                        and p.endswith("model.safetensors")) for n in ("albert-sop", "albert-nsp")}
     assert steps == {"albert-sop": ["step-000002", "step-000004"], "albert-nsp": ["step-000004"]}
