@@ -372,3 +372,14 @@ def test_left_plateau_is_the_first_evaluation_whose_interval_clears_the_unigram_
                {"split": "valid", "step": 4000, "mask_ci95": [0.05, 0.07]}]     # a later fall changes nothing
     assert zoo.left_plateau(records, unigram) == 3000
     assert zoo.left_plateau(records[:3], unigram) is None
+
+
+def test_the_committed_course_zoo_verifies_and_stays_within_40_mb():
+    folder = zoo.SHIPPED_ROOT / "course"
+    manifest = json.loads((folder / zoo.SHIPPED_MANIFEST).read_text())
+    for key in manifest["entries"].values():
+        zoo.verify_shipped(folder / key)              # every file listed, present and with its sha256
+    text = (".json", ".jsonl", "latest")
+    binary = sum((folder / p).stat().st_size for p in manifest["files"] if not p.endswith(text))
+    assert binary <= 40_000_000, f"the shipped zoo holds {binary / 1e6:.1f} MB of binary files (at most 40)"
+    assert set(manifest["entries"]) <= set(zoo.ENTRIES)
