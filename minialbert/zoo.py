@@ -222,7 +222,10 @@ def status(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
         done = _steps_done(run_dir)
         state = "built" if done >= steps and (run_dir / "evaluation.json").exists() else (
             "partial" if done else "missing")
-        minutes = (steps - done) * scale.step_seconds / 60 if scale.step_seconds else None  # None: unmeasured
+        # a step costs about in proportion to the layers run (scale.step_seconds: the scale's own model's);
+        # None: not measured at this scale
+        depth = entry_config(e, scale).num_layers / scale.model_config(e.arch).num_layers
+        minutes = (steps - done) * scale.step_seconds * depth / 60 if scale.step_seconds else None
         rows.append({"name": name, "state": state, "steps_done": done, "steps": steps,
                      "minutes_left": minutes, "dir": str(run_dir),
                      "about": e.about})

@@ -308,6 +308,10 @@ def test_a_missing_entry_is_never_trained_silently(tmp_path, monkeypatch):
                                                    r"trains it \(about 0 min on 2 cores\)"):
         zoo.load("albert-mlm", course_like)
     assert not (tmp_path / "zoo").exists()                                     # nothing was trained
+    shallow, deep = zoo.status(course_like, ["albert-sop", "albert-deep"])     # cost grows with depth
+    layers = [zoo.entry_config(zoo.entry(n), SCALE).num_layers for n in ("albert-sop", "albert-deep")]
+    assert layers[1] == 12
+    assert deep["minutes_left"] == pytest.approx(shallow["minutes_left"] * layers[1] / layers[0])
 
 
 def test_an_entry_rebuilt_in_fresh_caches_has_the_same_bytes(tmp_path, monkeypatch):
