@@ -264,10 +264,10 @@ def document_bootstrap(per_sequence: torch.Tensor, documents: Sequence[int] | to
 
     per_sequence: (2, L, S) from sequence_transitions; documents: (S,) the document of each sequence
     (heldout_documents). Each of `reps` replicates draws as many documents as there are, with
-    replacement, pools all their sequences, takes the mean curves and applies `measures` (curves (2, L) ->
-    {curve: {measure: number}}). Returns {curve: {measure: {"value": on all sequences, "ci95": [2.5th,
-    97.5th percentile]}}}; the percentiles are taken at replicate values ("lower" / "higher"
-    interpolation), so a count such as sign_changes keeps whole-number bounds.
+    replacement, pools all their sequences, takes the mean curves and applies `measures` (the curves as
+    nested lists (2, L) -> {curve: {measure: number}}). Returns {curve: {measure: {"value": on all
+    sequences, "ci95": [2.5th, 97.5th percentile]}}}; the percentiles are taken at replicate values
+    ("lower" / "higher" interpolation), so a count such as sign_changes keeps whole-number bounds.
     """
     documents = torch.as_tensor(documents).reshape(-1)
     if per_sequence.ndim != 3 or per_sequence.shape[-1] != documents.numel():
@@ -280,20 +280,20 @@ def document_bootstrap(per_sequence: torch.Tensor, documents: Sequence[int] | to
     per_sequence = per_sequence.double()
     sums = torch.zeros(*per_sequence.shape[:2], n_docs, dtype=torch.float64).index_add_(2, doc, per_sequence)
     counts = torch.bincount(doc, minlength=n_docs).double()                 # (D,) sequences per document
-    generator = torch.Generator().manual_seed(seed)
-    replicates = []
-    for start in range(0, reps, 100):                                        # 100 replicates at a time
-        draws = torch.randint(n_docs, (min(100, reps - start), n_docs), generator=generator)   # (R, D)
-        curves = sums[:, :, draws].sum(-1) / counts[draws].sum(-1)          # (2, L, R)
-        replicates += [measures(curves[..., r]) for r in range(curves.shape[-1])]
-    full = measures(per_sequence.mean(-1))
+    draws = torch.randint(n_docs, (reps, n_docs), generator=torch.Generator().manual_seed(seed))   # (R, D)
+    times = torch.zeros(reps, n_docs, dtype=torch.float64).scatter_add_(1, draws, torch.ones(draws.shape,
+                                                                                 dtype=torch.float64))
+    # a replicate's mean curve: its documents' sums, each as many times as it was drawn, over their sequences
+    curves = (sums.flatten(0, 1) @ times.T).view(*sums.shape[:2], reps) / (times @ counts)    # (2, L, R)
+    replicates = [measures(c) for c in curves.permute(2, 0, 1).tolist()]    # plain lists: fast
+    full = measures(per_sequence.mean(-1).tolist())
     out = {}
     for curve, values in full.items():
         out[curve] = {}
         for name, value in values.items():
-            draws = torch.tensor([float(r[curve][name]) for r in replicates], dtype=torch.float64)
-            low = torch.quantile(draws, 0.025, interpolation="lower").item()
-            high = torch.quantile(draws, 0.975, interpolation="higher").item()
+            found = torch.tensor([float(r[curve][name]) for r in replicates], dtype=torch.float64)
+            low = torch.quantile(found, 0.025, interpolation="lower").item()
+            high = torch.quantile(found, 0.975, interpolation="higher").item()
             out[curve][name] = {"value": value, "ci95": [low, high]}
     return out
 
