@@ -242,18 +242,27 @@ def sequence_transitions(model: nn.Module, batches: Iterable[dict], tokens: str 
     return torch.cat(parts, dim=-1)
 
 
-def curve_measures(curves: torch.Tensor | Sequence[Sequence[float]]) -> dict[str, dict[str, float]]:
-    """What the lesson judges on the mean curves (2, L) (L2, angle): for each curve its oscillation (see
-    oscillation), last_over_first = v_L / v_1 (how much of the first layer's move is left at the last:
-    a stack that reaches a fixed point drives it to 0) and spread_after_first = max - min of v_2 .. v_L
-    (how differently layers 2..L move their input, in the curve's own units; 0 for a flat curve)."""
+def curve_measures(curves: torch.Tensor | Sequence[Sequence[float]],
+                   from_layer: int = 2) -> dict[str, dict[str, float]]:
+    """What the lesson judges on the mean curves (2, L) (L2, angle), each read from layer `from_layer` on
+    (v_from .. v_L): its oscillation (sign_changes, second_difference: see oscillation), spread = max - min
+    (how differently those layers move their input, in the curve's units; 0 for a flat curve) and
+    last_over_start = v_L / v_from (how much of the move is left at the last layer; a stack that reaches
+    a fixed point drives it to 0).
+
+    Why layer 2 by default: h_0 is no layer's output. For ALBERT it is the projected embedding, which no
+    LayerNorm has scaled or centred, while every h_l (l >= 1) leaves a LayerNorm; BERT's h_0 leaves the
+    embedding's own LayerNorm. So transition 1 compares unlike vectors, and ALBERT's mostly measures the
+    first LayerNorm; from layer 2 on every transition compares like with like."""
+    if from_layer < 1:
+        raise ValueError(f"from_layer counts layers from 1, got {from_layer}")
     out = {}
     for key, curve in zip(("l2", "angle"), curves):
-        values = [float(v) for v in curve]
-        after_first = values[1:] or values
-        out[key] = {**oscillation(values),
-                    "last_over_first": values[-1] / values[0] if values[0] else float("inf"),
-                    "spread_after_first": max(after_first) - min(after_first)}
+        values = [float(v) for v in curve][from_layer - 1:]
+        if not values:
+            raise ValueError(f"a curve of {len(curve)} layers has nothing from layer {from_layer} on")
+        out[key] = {**oscillation(values), "spread": max(values) - min(values),
+                    "last_over_start": values[-1] / values[0] if values[0] else float("inf")}
     return out
 
 

@@ -233,13 +233,19 @@ def test_sequence_transitions_average_to_layer_transitions():
 
 
 def test_curve_measures_on_constructed_curves():
-    falling, zigzag = [4.0, 2.0, 1.5, 1.0], [1.0, 3.0, 1.0, 3.0, 1.0]
-    found = analysis.curve_measures([falling, zigzag])
-    assert found["l2"]["sign_changes"] == 0 and found["angle"]["sign_changes"] == len(zigzag) - 2
-    assert found["l2"]["last_over_first"] == pytest.approx(0.25)
-    assert found["l2"]["spread_after_first"] == pytest.approx(1.0)               # 2.0 - 1.0, layer 1 left out
-    assert found["angle"]["second_difference"] == pytest.approx(6.0)             # 3 reversals over range 2
-    assert analysis.curve_measures([[1.0, 1.0], [2.0, 2.0]])["l2"]["spread_after_first"] == 0.0
+    falling, zigzag = [9.0, 4.0, 2.0, 1.5, 1.0], [5.0, 1.0, 3.0, 1.0, 3.0, 1.0]
+    found = analysis.curve_measures([falling, zigzag])                      # from layer 2 on
+    assert found["l2"]["sign_changes"] == 0 and found["angle"]["sign_changes"] == len(zigzag) - 3
+    assert found["l2"]["last_over_start"] == pytest.approx(0.25)           # 1.0 / 4.0: layer 1 left out
+    assert found["l2"]["spread"] == pytest.approx(3.0)
+    assert found["angle"]["second_difference"] == pytest.approx(6.0)       # 3 reversals over range 2
+    whole = analysis.curve_measures([falling, zigzag], from_layer=1)
+    assert whole["l2"]["last_over_start"] == pytest.approx(1 / 9) and whole["angle"]["sign_changes"] == 4
+    assert analysis.curve_measures([[1.0, 1.0], [2.0, 2.0]])["l2"]["spread"] == 0.0
+    with pytest.raises(ValueError, match="nothing from layer 3 on"):
+        analysis.curve_measures([[1.0, 2.0], [1.0, 2.0]], from_layer=3)
+    with pytest.raises(ValueError, match="counts layers from 1"):
+        analysis.curve_measures([[1.0, 2.0], [1.0, 2.0]], from_layer=0)
 
 
 def _constructed(per_doc_curves, copies=1):
@@ -256,7 +262,7 @@ def test_document_bootstrap_resamples_documents_not_sequences():
     zigzag = [1.0, 3.0, 1.0, 3.0, 1.0, 3.0]
     same, docs = _constructed([zigzag] * 8)
     exact = analysis.document_bootstrap(same, docs, reps=200)        # every document alike: no uncertainty
-    assert exact["l2"]["sign_changes"] == {"value": 4, "ci95": [4.0, 4.0]}
+    assert exact["l2"]["sign_changes"] == {"value": 3, "ci95": [3.0, 3.0]}      # layers 2..6
     gen = torch.Generator().manual_seed(0)
     curves = [[3.0, 2.0, 1.5, 1.2] + (torch.randn(2, generator=gen) * 0.3).tolist() for _ in range(12)]
     per, docs = _constructed(curves)
@@ -266,7 +272,7 @@ def test_document_bootstrap_resamples_documents_not_sequences():
             low, high = result["ci95"]
             assert low <= result["value"] <= high or name == "sign_changes"   # a count may sit at its edge
         assert found[curve]["sign_changes"]["ci95"][0] == int(found[curve]["sign_changes"]["ci95"][0])
-    assert found["l2"]["last_over_first"]["ci95"][1] > found["l2"]["last_over_first"]["ci95"][0]
+    assert found["l2"]["last_over_start"]["ci95"][1] > found["l2"]["last_over_start"]["ci95"][0]
     assert analysis.document_bootstrap(per, docs, reps=300, seed=1) == found                       # seeded
     # Copies of a sequence inside its document add no evidence: the interval stays the same ...
     copied, copied_docs = _constructed(curves, copies=5)
@@ -275,7 +281,7 @@ def test_document_bootstrap_resamples_documents_not_sequences():
     assert flat(same_docs) == pytest.approx(flat(found))
     # ... while calling every copy its own document would narrow it.
     alone = analysis.document_bootstrap(copied, torch.arange(copied.shape[-1]), reps=300, seed=1)
-    width = lambda r: r["l2"]["last_over_first"]["ci95"][1] - r["l2"]["last_over_first"]["ci95"][0]
+    width = lambda r: r["l2"]["last_over_start"]["ci95"][1] - r["l2"]["last_over_start"]["ci95"][0]
     assert width(alone) < 0.7 * width(found)
     with pytest.raises(ValueError, match="needs one document per sequence"):
         analysis.document_bootstrap(per, docs[:-1])
