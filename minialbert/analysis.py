@@ -18,8 +18,8 @@ few "rogue" dimensions with huge variance cannot dominate the distance and the a
 also for tokens="cls": h_0 of [CLS] is the same vector in every sequence (same token, position and
 segment), so its std over [CLS] alone is 0 and dividing by it would blow up layer 1.
 
-Everything streams: per layer we keep sums and sums of squares (layer_transitions) or one number per
-layer and sequence (sequence_transitions), never a list of hidden states.
+Everything streams: we keep one number per layer and sequence (sequence_transitions), never a list of
+hidden states; layer_transitions summarizes them (summarize_sequences).
 
 Verdicts need intervals that respect how the text was drawn: sequences cut from one document are not
 independent. document_bootstrap resamples whole documents (heldout_documents names each held-out
@@ -202,30 +202,8 @@ def layer_transitions(model: nn.Module, batches: Iterable[dict], tokens: str = "
     token_type_ids, e.g. from heldout_batches(); a list when standardize=True (it is read twice).
     Runs on the model's device, in eval mode, without gradients.
     """
-    # Per layer, sums over sequences of the per-sequence mean and of its square (float64).
-    n = 0
-    sums = squares = None
-    with _measuring(model, batches, tokens, standardize, progress) as measure:
-        for batch in tqdm(batches, disable=not progress, desc="layer transitions"):
-            per_seq = measure(batch)                                         # (2, L, B')
-            if sums is None:
-                sums = torch.zeros(per_seq.shape[:2], dtype=torch.float64, device=per_seq.device)   # (2, L)
-                squares = torch.zeros_like(sums)
-            sums += per_seq.sum(-1)
-            squares += (per_seq ** 2).sum(-1)
-            n += per_seq.shape[-1]
-    if n == 0:
-        raise ValueError(EMPTY)
-    mean = sums / n                                                          # (2, L)
-    var = (squares - n * mean ** 2).clamp_min(0) / max(n - 1, 1)            # sample variance over sequences
-    half = Z95 * (var / n).sqrt()
-    low, high = (mean - half).tolist(), (mean + half).tolist()
-    mean = mean.tolist()
-    return LayerTransitions(
-        layers=list(range(1, len(mean[0]) + 1)),
-        l2=mean[0], l2_ci95=[list(p) for p in zip(low[0], high[0])],
-        angle=mean[1], angle_ci95=[list(p) for p in zip(low[1], high[1])],
-        sequences=n, tokens=tokens, standardize=standardize)
+    return summarize_sequences(sequence_transitions(model, batches, tokens, standardize, progress),
+                               tokens, standardize)
 
 
 @torch.no_grad()
@@ -240,6 +218,26 @@ def sequence_transitions(model: nn.Module, batches: Iterable[dict], tokens: str 
     if not parts or sum(p.shape[-1] for p in parts) == 0:
         raise ValueError(EMPTY)
     return torch.cat(parts, dim=-1)
+
+
+def summarize_sequences(per_sequence: torch.Tensor, tokens: str = "all",
+                        standardize: bool = False) -> LayerTransitions:
+    """sequence_transitions' values (2, L, S) -> LayerTransitions: per layer the mean over sequences and
+    its 95% interval (mean +- 1.96 standard errors). One pass over the model then gives both the curves
+    and the per-sequence values a bootstrap resamples; tokens and standardize only label the result."""
+    n = per_sequence.shape[-1]
+    if per_sequence.ndim != 3 or n == 0:
+        raise ValueError(EMPTY)
+    mean = per_sequence.mean(-1)                                             # (2, L)
+    var = per_sequence.var(-1) if n > 1 else torch.zeros_like(mean)         # sample variance over sequences
+    half = Z95 * (var / n).sqrt()
+    low, high = (mean - half).tolist(), (mean + half).tolist()
+    mean = mean.tolist()
+    return LayerTransitions(
+        layers=list(range(1, len(mean[0]) + 1)),
+        l2=mean[0], l2_ci95=[list(p) for p in zip(low[0], high[0])],
+        angle=mean[1], angle_ci95=[list(p) for p in zip(low[1], high[1])],
+        sequences=n, tokens=tokens, standardize=standardize)
 
 
 def curve_measures(curves: torch.Tensor | Sequence[Sequence[float]],

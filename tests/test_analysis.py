@@ -232,6 +232,21 @@ def test_sequence_transitions_average_to_layer_transitions():
         analysis.sequence_transitions(model, [])
 
 
+def test_summarize_sequences_is_the_mean_with_a_normal_interval():
+    values = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)           # mean 2.5, sample std 1.29
+    per = torch.stack([torch.stack([values, 2 * values]), torch.stack([values, values])])   # (2, L=2, S=4)
+    found = analysis.summarize_sequences(per, tokens="cls", standardize=True)
+    half = 1.96 * values.std().item() / 2
+    assert found.layers == [1, 2] and found.sequences == 4 and found.tokens == "cls" and found.standardize
+    assert found.l2 == pytest.approx([2.5, 5.0]) and found.angle == pytest.approx([2.5, 2.5])
+    assert found.l2_ci95[0] == pytest.approx([2.5 - half, 2.5 + half])
+    assert found.l2_ci95[1] == pytest.approx([5.0 - 2 * half, 5.0 + 2 * half])
+    one = analysis.summarize_sequences(per[..., :1])                          # one sequence: no spread
+    assert one.l2_ci95 == [[1.0, 1.0], [2.0, 2.0]]
+    with pytest.raises(ValueError, match="empty batch list"):
+        analysis.summarize_sequences(per[..., :0])
+
+
 def test_curve_measures_on_constructed_curves():
     falling, zigzag = [9.0, 4.0, 2.0, 1.5, 1.0], [5.0, 1.0, 3.0, 1.0, 3.0, 1.0]
     found = analysis.curve_measures([falling, zigzag])                      # from layer 2 on
