@@ -397,7 +397,11 @@ def test_cli_draws_the_figure(ci_env, tmp_path, capsys):
     assert numbers["sequences"] == 12 and numbers["tokens"] == "cls" and "[CLS]" in numbers["definition"]
     for r in numbers["results"].values():
         assert r["layers"] == [1, 2, 3] and r["sequences"] == 12 and len(r["angle_ci95"]) == 3
-    assert "layer_transitions_cls.png" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "layer_transitions_cls.png" in printed.out
+    swings = numbers["results"]["run"]["oscillation"]["l2"]
+    assert f"run: 3 layers; oscillation (sign changes, second difference): L2 {swings['sign_changes']}, " \
+           f"{swings['second_difference']:.2f}" in printed.err
 
 
 @pytest.mark.parametrize("argv, message", [

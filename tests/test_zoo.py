@@ -50,6 +50,12 @@ def test_entries_share_one_recipe_and_differ_only_in_their_name():
     long = zoo.entry_args(zoo.entry("albert-sop-balanced-long"), SCALE)         # four times the steps
     same_pace = {k: getattr(a_sop, k) for k in ("steps", "eval_every", "checkpoint_every")}
     assert long.steps == 4 * SCALE.zoo_steps and dataclasses.replace(long, **same_pace) == a_sop
+    for name in ("albert-deep", "bert-deep"):      # 12 layers: a third of the rate, six times the warmup
+        deep = zoo.entry_args(zoo.entry(name), SCALE)
+        assert deep.lr == pytest.approx(SCALE.learning_rate / 3) and deep.warmup == min(
+            SCALE.zoo_steps, 6 * SCALE.warmup_steps)
+        assert zoo.entry_config(zoo.entry(name), SCALE).num_layers == 12
+        assert dataclasses.replace(deep, lr=a_sop.lr, warmup=a_sop.warmup) == a_sop
     with pytest.raises(ValueError, match="unknown zoo entry 'albert-xyz'"):
         zoo.entry("albert-xyz")
 
