@@ -115,8 +115,8 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     # The smoothness study at depth (the paper's Figure 2 uses 24-layer models): with 4 layers neither
     # oscillation nor "does not converge to 0" can be judged, so one pair with 12 layers, otherwise
     # albert-sop and bert-sop. At the 4-layer rate (3e-3, 300 warmup steps) both 12-layer post-LN stacks
-    # began to leave the plateau near step 2,000, then fell back to it and stayed there for the rest of
-    # the 20,000 steps: a third of the rate and six times the warmup.
+    # learned for about 2,000 steps, then collapsed onto the unigram guess for good: so a third of the
+    # rate and six times the warmup.
     *(Entry(name, "sop", about, arch=arch, changes=(("num_layers", 12),), lr_factor=1 / 3, warmup_factor=6)
       for name, arch, about in (
           ("albert-deep", "albert", "albert-sop with 12 layers (the smoothness study at depth)"),
