@@ -142,6 +142,19 @@ def test_sigkill_then_resume_is_bitwise_identical(env, tmp_path):
     assert "held-out evaluation on 40 of" in res.stderr and "neighbour" in res.stderr
 
 
+def test_readme_first_pretraining_command_is_lesson_05s_zoo_run(env, tmp_path):
+    # README's first pretrain command trains lesson 05's model with the scale's recipe: the same bytes
+    # as the zoo's lesson-albert-sop, so the zoo's evaluation of that entry is the command's result.
+    res = run(["pretrain", "--objective", "sop", "--set", "num_layers=2", "--threads", "1",
+               "--out", str(tmp_path / "sop"), "--quiet"], env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    res = run(["zoo", "--only", "lesson-albert-sop", "--quiet"], env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    [entry] = (Path(env["MINIALBERT_CACHE"]) / "zoo" / "ci").glob("lesson-albert-sop-*")
+    ours, zoo_run = final_weights(tmp_path / "sop"), final_weights(entry)
+    assert ours.keys() == zoo_run.keys() and all(torch.equal(ours[k], zoo_run[k]) for k in ours)
+
+
 def test_torchrun_two_processes_match_one(env, tmp_path):
     common = ("--checkpoint-every", "0", "--grad-accum", "2")
     one = run(pretrain_argv(tmp_path / "one", 4, *common), env, timeout=120)
