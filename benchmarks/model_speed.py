@@ -114,32 +114,6 @@ def run_in_subprocess(preset: str, a: argparse.Namespace) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def plot(rows: dict[str, dict]):
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FormatStrFormatter
-
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    for name, r in rows.items():
-        paper_params, paper_speed = PAPER[name]
-        color = "tab:blue" if name.startswith("albert") else "tab:orange"
-        ax.scatter(r["parameters"] / 1e6, r["train_speed_vs_anchor"], color=color, s=40, zorder=3)
-        ax.scatter(paper_params / 1e6, paper_speed, facecolors="none", edgecolors=color, s=40, zorder=3)
-        ax.annotate(name, (r["parameters"] / 1e6, r["train_speed_vs_anchor"]), fontsize=8,
-                    xytext=(4, 4), textcoords="offset points")
-    ax.scatter([], [], color="gray", label="measured here (filled)")
-    ax.scatter([], [], facecolors="none", edgecolors="gray", label="the paper's Table 2 (open)")
-    ax.set(xscale="log", yscale="log", xlabel="parameters (millions, log)",
-           ylabel=f"training speed relative to {ANCHOR} (log)",
-           title="parameters and training speed do not go together")
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(FormatStrFormatter("%g"))
-        axis.set_minor_formatter(FormatStrFormatter("%g"))
-    ax.tick_params(which="minor", labelsize=7)
-    ax.axhline(1.0, color="gray", lw=0.8, ls=":")
-    ax.legend(fontsize=8)
-    return fig
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", action="append", choices=PRESETS, help="measure this preset (repeatable)")
@@ -181,13 +155,12 @@ def main() -> None:
                              "BERT-large; parameters from Table 1"}
     atomic_write(OUT, (json.dumps(record, indent=1) + "\n").encode())
     if not a.only:                                   # the figure only from a full run
+        from minialbert.figures import model_speed
         from minialbert.plots import figure_dir, save_figure
         from minialbert.scale import SCALES
 
-        points = {name: {k: r[k] for k in ("parameters", "train_speed_vs_anchor", "paper_parameters",
-                                           "paper_speed_vs_anchor")} for name, r in rows.items()}
-        save_figure(plot(rows), "model_speed", {"measurements": str(OUT.relative_to(ROOT)), "points": points},
-                    figure_dir(SCALES["course"]))
+        fig, numbers = model_speed(SCALES["course"])             # drawn from the JSON just written
+        save_figure(fig, "model_speed", numbers, figure_dir(SCALES["course"]))
     print(f"\nwrote {OUT.relative_to(ROOT)}")
 
 

@@ -205,7 +205,7 @@ def cmd_tasks(args: argparse.Namespace, scale: Scale) -> None:
 def cmd_figures(args: argparse.Namespace, scale: Scale) -> None:
     from .figures import make_figures
 
-    make_figures(scale)
+    make_figures(scale, only=args.only, out=args.out)
 
 
 def _label(path: Path, taken: dict) -> str:

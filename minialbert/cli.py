@@ -160,8 +160,19 @@ def build_parser() -> Parser:
     abl.add_argument("--out", type=directory, metavar="DIR",
                      help="where nsp_vs_sop.json and .png go (default: the scale's figure directory)")
 
-    command("figures", help="regenerate the course figures under assets/figures",
-                         description="Regenerate the course figures (PNG + JSON) at a scale.")
+    fig = command("figures", help="regenerate the course figures under assets/figures",
+                  description="Regenerate the course figures (PNG + JSON) at a scale, each from what ships "
+                              "with the repository (the code, the course corpus, the zoo: no zoo entry is "
+                              "trained), or redrawn from the committed JSON of the command that measures it "
+                              "(learning_curve: lesson 07; nsp_vs_sop: `python -m minialbert ablation`; "
+                              "model_speed: benchmarks/model_speed.py). One line per figure with its "
+                              "seconds.")
+    fig.add_argument("--only", action="append", metavar="NAME",
+                     help="make only this figure, e.g. layer_transitions (repeatable; "
+                          "minialbert.figures.FIGURES names them all, and an unknown name lists them)")
+    fig.add_argument("--out", type=directory, metavar="DIR",
+                     help="folder for NAME.png and NAME.json (default: assets/figures, or "
+                          "assets/figures/<scale>)")
 
     stu = command("student-notebooks", help="write the student versions of the lessons",
                          description="Write every lesson with its solutions replaced by stubs and its "

@@ -1,31 +1,74 @@
-"""`python -m minialbert figures` re-runs the lessons that draw the figures."""
+"""`python -m minialbert figures`: one function per committed figure, no notebook runs, no zoo training."""
+
+import json
 
 import pytest
 
-from minialbert.figures import FIGURE_LESSONS, ROOT, make_figures
-from minialbert.plots import figure_dir
-from minialbert.scale import current_scale
+from minialbert import zoo
+from minialbert.__main__ import main
+from minialbert.figures import FIGURES, READS_COMMITTED, ROOT
+
+# committed figures no `figures` run can make: a GPU's benchmark (attention_<gpu>, gpu_check_<gpu>_*) and
+# lesson 06's official checkpoints (downloaded)
+NOT_IN_FIGURES = ("gpu_check_", "attention_", "layer_transitions_official")
 
 
-def test_every_figure_lesson_exists():
-    missing = [lesson for lesson in FIGURE_LESSONS if not (ROOT / "notebooks" / lesson).exists()]
-    assert not missing, f"FIGURE_LESSONS names lessons that do not exist: {missing}"
+def test_every_committed_figure_has_a_function():
+    committed = {p.stem for p in (ROOT / "assets" / "figures").glob("*.png")}
+    made_elsewhere = {n for n in committed if n.startswith(NOT_IN_FIGURES) and n not in FIGURES}
+    assert committed - made_elsewhere <= set(FIGURES), (
+        f"committed figures without a function in minialbert.figures.FIGURES: "
+        f"{sorted(committed - made_elsewhere - set(FIGURES))}")
+    assert set(READS_COMMITTED) <= set(FIGURES)
 
 
-def test_make_figures_rewrites_the_files():
-    lesson = "02_factorized_embeddings.ipynb"
-    files = [figure_dir(current_scale("ci")) / f"{name}{ext}" for name in FIGURE_LESSONS[lesson]
-             for ext in (".png", ".json")]
-    assert files[0].parent == ROOT / "assets" / "figures" / "ci"   # never the committed course figures
-    before = {f: f.stat().st_mtime_ns if f.exists() else 0 for f in files}
-    written = make_figures(current_scale("ci"), lessons=[lesson], timeout=300)  # a hang: retried
-    assert written == files
-    assert all(f.stat().st_mtime_ns > before[f] for f in files)
+def test_figures_only_writes_each_png_and_json_into_out(tmp_path, capsys):
+    # computed from the code (parameters_vs_depth), redrawn from committed JSON (learning_curve, nsp_vs_sop,
+    # model_speed: course scale, the JSON in assets/figures is read, nothing is written there)
+    names = ["parameters_vs_depth", "learning_curve", "nsp_vs_sop", "model_speed"]
+    before = {p: p.stat().st_mtime_ns for p in (ROOT / "assets" / "figures").glob("*.*")}
+    assert main(["figures", "--scale", "course", "--quiet", "--out", str(tmp_path),
+                 *[a for n in names for a in ("--only", n)]]) == 0
+    expected = sorted(f"{n}{e}" for n in names for e in (".json", ".png"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == expected
+    assert all((tmp_path / f"{n}.png").stat().st_size > 10_000 for n in names)
+    for name in ("learning_curve", "nsp_vs_sop"):          # the numbers are the committed ones
+        assert (json.loads((tmp_path / f"{name}.json").read_text())
+                == json.loads((ROOT / "assets" / "figures" / f"{name}.json").read_text()))
+    assert json.loads((tmp_path / "parameters_vs_depth.json").read_text())["parameters"]["all"][0] > 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:len(names)]] == names        # one line per figure, its seconds
+    assert all(" s " in line for line in lines[:len(names)])
+    assert before == {p: p.stat().st_mtime_ns for p in (ROOT / "assets" / "figures").glob("*.*")}
 
 
-def test_unknown_lesson_is_a_clear_error():
-    with pytest.raises(FileNotFoundError, match="lesson .*99_nothing.ipynb not found"):
-        make_figures(current_scale("ci"), lessons=["99_nothing.ipynb"])
+def test_figures_at_ci_scale(tmp_path):
+    # one that reads the corpus and the tokenizer (built at ci scale in seconds)
+    assert main(["figures", "--scale", "ci", "--quiet", "--only", "ngram_span_lengths",
+                 "--out", str(tmp_path)]) == 0
+    numbers = json.loads((tmp_path / "ngram_span_lengths.json").read_text())
+    assert numbers["scale"] == "ci" and all(abs(sum(p) - 1) < 1e-9 for p in numbers["shares"].values())
+
+
+def test_a_missing_zoo_entry_is_one_line_and_trains_nothing(tmp_path, monkeypatch, capsys):
+    def missing(scale, names=None):
+        return [{"name": n, "state": "missing", "steps_done": 0, "steps": 20000, "minutes_left": 60.0,
+                 "dir": str(tmp_path / "nowhere"), "about": ""} for n in names]
+
+    monkeypatch.setattr(zoo, "status", missing)
+    monkeypatch.setattr(zoo, "_train", lambda *a, **k: pytest.fail("figures trained a zoo entry"))
+    assert main(["figures", "--scale", "course", "--quiet", "--only", "pretraining_curves",
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "zoo entry 'lesson-albert-sop'" in err[0], err
+    assert "python -m minialbert zoo --only lesson-albert-sop" in err[0]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_an_unknown_figure_lists_the_figures(capsys):
+    assert main(["figures", "--only", "no_such_figure"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown figure no_such_figure" in err and "layer_transitions" in err
 
 
 def _drawn(fig):
