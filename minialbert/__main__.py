@@ -259,10 +259,10 @@ def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
     for name, (model, batches) in models.items():
         results[name] = layer_transitions(model, batches, args.tokens, args.standardize,
                                           progress=not args.quiet).to_dict()
-        swings = results[name]["oscillation"]
-        print(f"{name}: {len(results[name]['layers'])} layers; oscillation (sign changes, second difference): "
-              f"L2 {swings['l2']['sign_changes']}, {swings['l2']['second_difference']:.2f}; angle "
-              f"{swings['angle']['sign_changes']}, {swings['angle']['second_difference']:.2f}", file=sys.stderr)
+        l2, angle = results[name]["oscillation"]["l2"], results[name]["oscillation"]["angle"]
+        print(f"{name}: {len(results[name]['layers'])} layers; oscillation (sign changes, second "
+              f"difference): L2 {l2['sign_changes']}, {l2['second_difference']:.2f}; "
+              f"angle {angle['sign_changes']}, {angle['second_difference']:.2f}", file=sys.stderr)
         models[name] = None                                     # free the model before the next one
     axes = plot_layer_transitions(results, paper_axes=args.paper_axes)
     figure = "layer_transitions" + ("_cls" if args.tokens == "cls" else "") + (

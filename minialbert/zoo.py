@@ -120,7 +120,8 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     *(Entry(name, "sop", about, arch=arch, changes=(("num_layers", 12),), lr_factor=1 / 3, warmup_factor=6)
       for name, arch, about in (
           ("albert-deep", "albert", "albert-sop with 12 layers (the smoothness study at depth)"),
-          ("bert-deep", "bert", "bert-sop with 12 layers: albert-deep's twin without sharing or factorization"))),
+          ("bert-deep", "bert",
+           "bert-sop with 12 layers: albert-deep's twin without sharing or factorization"))),
     Entry("albert-sop-balanced-long", "sop", "albert-sop-balanced trained four times longer: does SOP "
                                              "without a length cue need more compute?",
           balanced=True, budget="long"),
