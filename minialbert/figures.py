@@ -324,7 +324,7 @@ def _zoo_transitions(scale: Scale, names: tuple[str, ...]):
     for name in names:                                  # a missing entry fails before any model runs
         zoo.load(name, scale, progress=False)
     results = {name: _zoo_result(scale, name) for name in names}
-    sources = {name: str(zoo.entry_dir(zoo.entry(name), scale)) for name in names}
+    sources = {name: zoo.entry_dir(zoo.entry(name), scale).name for name in names}   # entry and key
     numbers = smoothness_numbers(results, sources, scale, _heldout(scale)[1], tokens="all", standardize=False)
     return plot_layer_transitions(results)[0].figure, numbers
 

@@ -136,7 +136,7 @@ DRY_RUN = dict(
     smoothness_sequences=5, smoothness_batch=1, finetune_steps=2, finetune_warmup=1, finetune_eval_every=1,
     finetune_dev_examples=8, finetune_labels=8, label_sizes=(4, 8), few_label_sizes=(4, 8),
     long_finetune_warmup=1, long_finetune_eval_every=5, probe_steps=2, finetune_seeds=1, ablation_seeds=1,
-    probe_examples=16, curve_examples=8, downstream_labels=8, speed_repeats=1, attention_seq_lens=(64, 128),
+    probe_examples=8, curve_examples=8, downstream_labels=8, speed_repeats=1, attention_seq_lens=(64, 128),
     kernel_check_len=70, narrow_by=8, lessons_read_results=False, lessons_build_zoo=True)
 
 

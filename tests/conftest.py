@@ -10,16 +10,8 @@ import os
 import pytest
 import torch
 
-from minialbert.download import CACHE_ENV_VAR, cache_dir
-
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
-
-# `make test` runs the tests in two processes (pytest-xdist). Two processes building the same zoo entry
-# in one cache would meet at its run lock, so the second worker gets a cache of its own; the first keeps
-# the shared one, which the notebooks run after the tests then find filled.
-if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
-    os.environ[CACHE_ENV_VAR] = f"{cache_dir()}-{os.environ['PYTEST_XDIST_WORKER']}"
 
 
 @pytest.fixture

@@ -62,17 +62,18 @@ def test_help_documents_every_option(capsys):
     assert "--checkpoint" in capsys.readouterr().out
 
 
-def test_every_subcommand_takes_the_common_options():
-    """`python -m minialbert <sub> --debug --help` for every subcommand, in a fresh process: each one
-    takes --scale, --debug and --quiet (one parent parser, so none can leave one out)."""
-    from minialbert.__main__ import COMMANDS
+def test_every_subcommand_takes_the_common_options(capsys):
+    """`<sub> --debug --help` for every subcommand: each one takes --scale, --debug and --quiet (one parent
+    parser, so none can leave one out). In-process; other tests run `python -m minialbert` as a process."""
+    from minialbert.__main__ import COMMANDS, main
 
     for command in COMMANDS:
-        out = subprocess.run([sys.executable, "-m", "minialbert", command, "--debug", "--help"], cwd=ROOT,
-                             capture_output=True, text=True)
-        assert out.returncode == 0, f"{command}: {out.stderr}"
+        with pytest.raises(SystemExit) as exit_:
+            main([command, "--debug", "--help"])
+        assert exit_.value.code == 0, f"{command}: {capsys.readouterr().err}"
+        out = capsys.readouterr().out
         for option in ("--scale", "--debug", "--quiet"):
-            assert option in out.stdout, f"{command} --help does not list {option}"
+            assert option in out, f"{command} --help does not list {option}"
 
 
 @pytest.mark.parametrize("argv, message", [
