@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 # Everything: unit, parity, property, process and browser tests, then every lesson at ci scale.
 test: $(STAMP) chromium
 	$(PY) -m ruff check minialbert tests benchmarks
-	MINIALBERT_SCALE=ci $(PY) -m pytest -q --durations=15 tests
+	MINIALBERT_SCALE=ci $(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests
 	MINIALBERT_SCALE=ci $(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  $(NOTEBOOKS)/*.ipynb
 

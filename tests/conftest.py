@@ -10,8 +10,21 @@ import os
 import pytest
 import torch
 
+from minialbert.download import CACHE_ENV_VAR, cache_dir
+
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# `make test` runs the tests in two processes (pytest-xdist, one per core). Each keeps to one thread, and
+# the notebook kernels it starts inherit that: two processes of two threads each on two cores spin against
+# each other (a lesson then ran six times slower). Two processes building the same zoo entry in one cache
+# would meet at its run lock, so the second worker gets a cache of its own; the first keeps the shared
+# one, which the notebooks run after the tests then find filled.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+    if os.environ["PYTEST_XDIST_WORKER"] != "gw0":
+        os.environ[CACHE_ENV_VAR] = f"{cache_dir()}-{os.environ['PYTEST_XDIST_WORKER']}"
 
 
 @pytest.fixture
