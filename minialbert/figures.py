@@ -324,7 +324,7 @@ def _zoo_transitions(scale: Scale, names: tuple[str, ...]):
     for name in names:                                  # a missing entry fails before any model runs
         zoo.load(name, scale, progress=False)
     results = {name: _zoo_result(scale, name) for name in names}
-    sources = {name: zoo.entry_dir(zoo.entry(name), scale).name for name in names}   # entry and key
+    sources = {name: zoo.entry_key(zoo.entry(name), scale) for name in names}      # its folder's name
     numbers = smoothness_numbers(results, sources, scale, _heldout(scale)[1], tokens="all", standardize=False)
     return plot_layer_transitions(results)[0].figure, numbers
 
@@ -405,9 +405,10 @@ def layer_transitions_training(scale: Scale):
                 if r["split"] == "valid"}
     spread = {step: curve_measures([r["l2"], r["angle"]]) for step, r in along.items()}
     unigram = zoo.evaluation("albert-sop", scale)["baselines"]["unigram"]["mask"]["accuracy"]
+    sources = {str(s): p.relative_to(p.parents[2]).as_posix() for s, p in kept.items()}   # <entry>/...
     numbers = smoothness_numbers(
-        {"albert-sop": along[max(along)]}, {"albert-sop": {str(s): str(p) for s, p in kept.items()}}, scale,
-        documents, tokens="all", standardize=False, along_training={str(s): r for s, r in along.items()},
+        {"albert-sop": along[max(along)]}, {"albert-sop": sources}, scale, documents, tokens="all",
+        standardize=False, along_training={str(s): r for s, r in along.items()},
         spread_along_training={str(s): m for s, m in spread.items()},
         held_out_mask_accuracy={str(s): a for s, a in accuracy.items()},
         held_out_unigram_mask_accuracy=unigram,
