@@ -348,42 +348,53 @@ def task_metrics(predicted, labels, num_labels: int) -> dict:
     return metrics
 
 
-def bag_of_words_baseline(task, tokenizer, steps: int = 200, seed: int = 0) -> dict:
+def bag_of_words_baseline(task, tokenizer, steps: int = 500, batch_size: int = 4096, seed: int = 0) -> dict:
     """The trivial baseline a fine-tuned model must beat on a downstream task: a logistic regression (or,
     for regression tasks, a linear model) on which pieces occur, reading no word order. For a sentence
     pair it sees three bags: the pieces of A, of B, and those shared by both (the topic cue that solves
-    NSP). Fitted on task.train with full-batch Adam; returns {"dev": ..., "test": ...} task_metrics
-    (test None when the task has no test split). On a task whose classes hold the same words it must
-    stay at chance."""
+    NSP). On a task whose classes hold the same words it must stay at chance.
+
+    Fitted on all of task.train with Adam, its rate falling linearly to 0, over `steps` batches of
+    `batch_size` examples in seeded epochs (a smaller training set is one full batch per step), so the
+    fit costs seconds however large the task (course `next-sentence`, 297,950 pairs: 60.4% on test
+    against 60.5% for 200 full-batch steps, in a tenth of the time). Returns {"dev": ..., "test": ...}
+    task_metrics (test None when the task has no test split)."""
     V = tokenizer.vocab_size
 
-    def bags(examples) -> tuple[torch.Tensor, torch.Tensor]:
-        ids, offsets = [], []
+    def bags(examples) -> list[list[int]]:                   # the feature ids of each example
+        features = []
         for ex in examples:
             a = set(tokenizer.encode(ex.text_a))
             b = set(tokenizer.encode(ex.text_b)) if ex.text_b is not None else set()
-            offsets.append(len(ids))
-            ids += sorted(a) + [V + i for i in sorted(b)] + [2 * V + i for i in sorted(a & b)]
-        return torch.tensor(ids, dtype=torch.long), torch.tensor(offsets, dtype=torch.long)
+            features.append(sorted(a) + [V + i for i in sorted(b)] + [2 * V + i for i in sorted(a & b)])
+        return features
+
+    def scores(features: list[list[int]]) -> torch.Tensor:     # (n, num_labels)
+        ids = torch.tensor([i for f in features for i in f], dtype=torch.long)
+        offsets = torch.tensor([0] + [len(f) for f in features[:-1]], dtype=torch.long).cumsum(0)
+        return weights(ids, offsets) + bias
 
     torch.manual_seed(seed)
     weights = nn.EmbeddingBag(3 * V, task.num_labels, mode="sum")
     nn.init.zeros_(weights.weight)
     bias = nn.Parameter(torch.zeros(task.num_labels))
 
-    def scores(bag: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:     # (n, num_labels)
-        return weights(*bag) + bias
-
     labels = torch.tensor([ex.label for ex in task.train])
     optimizer = torch.optim.Adam([weights.weight, bias], lr=0.05, weight_decay=1e-4)
+    decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)   # to 0 at the end
     train_bags = bags(task.train)
-    for _ in range(steps):
-        s = scores(train_bags)
-        loss = (nn.functional.mse_loss(s.squeeze(-1), labels.float()) if task.num_labels == 1
-                else nn.functional.cross_entropy(s, labels))
+    n, size = len(train_bags), min(batch_size, len(train_bags))
+    g = torch.Generator().manual_seed(seed)
+    order = torch.cat([torch.randperm(n, generator=g) for _ in range(math.ceil(steps * size / n))])
+    for batch in order[:steps * size].view(steps, size):
+        s = scores([train_bags[i] for i in batch.tolist()])
+        y = labels[batch]
+        loss = (nn.functional.mse_loss(s.squeeze(-1), y.float()) if task.num_labels == 1
+                else nn.functional.cross_entropy(s, y))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        decay.step()
     result = {}
     for split, examples in (("dev", task.dev), ("test", task.test)):
         if not examples:

@@ -151,6 +151,8 @@ def test_bag_of_words_baseline_learns_words_and_cannot_see_order(tokenizer):
     topic = [Example(s, None, int("river" in s.split())) for s in sentences]
     task = Task("topic", "t", "test", ("no", "yes"), "accuracy", topic[:40], topic[40:], topic[40:])
     assert bag_of_words_baseline(task, tokenizer)["test"]["accuracy"] == 1.0
+    # in mini-batches of 8 (five per epoch, seeded epochs), as on a large task: the same answer
+    assert bag_of_words_baseline(task, tokenizer, batch_size=8)["test"]["accuracy"] == 1.0
     # by order: every sentence once as written (1) and once reversed (0): the same bag, one score
     order = [Example(t, None, y) for s in sentences for t, y in ((s, 1), (" ".join(s.split()[::-1]), 0))]
     task = Task("order", "o", "test", ("reversed", "as written"), "accuracy", order, order)
