@@ -26,8 +26,9 @@ at a random end, so it often ends mid-sentence while the other ends at a sentenc
 reads each segment's end type from its tokens, `end_shortcut` measures how far that alone gets, and
 `length_matched` given the tokenizer also matches end types, so neither cue says anything there.
 
-Curves: NSP and SOP accuracy over training from the checkpoints each entry kept (the step at which
-each crosses 60% and at which its interval leaves chance). Downstream: every arm and seed fine-tuned
+Curves: each arm's own sentence head on its own task over training, read from the zoo's training
+metrics (the shipped zoo keeps checkpoints for albert-sop alone): the step at which each crosses 60%
+and at which its interval leaves chance. Downstream: every arm and seed fine-tuned
 on the offline single-sentence and sentence-pair tasks (`finetune.learning_curve`).
 """
 
@@ -43,10 +44,9 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from . import zoo
-from .checkpoint import load_checkpoint
 from .config import OBJECTIVES
 from .course import course_pretraining_data, course_tokenizer
-from .evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics
+from .evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics, wilson_interval
 from .finetune import FinetuneArgs, curve_summary, learning_curve
 from .model import AlbertForPretraining
 from .pretraining_data import PretrainingDataset, collate, length_balanced, unmasked_ids
@@ -285,33 +285,40 @@ def crossing_step(curve: Sequence[dict], task: str, level: float | str = 0.6) ->
     lower end of its 95% interval is above chance (the share of the sample's majority label, so a constant
     predictor never counts); None if it never does."""
     for point in curve:
-        m = point[task]
+        m = point.get(task)
+        if m is None:
+            continue
         if (m["ci95"][0] > m["chance"]) if level == "chance" else (m["accuracy"] >= level):
             return point["step"]
     return None
 
 
-def sentence_curve(checkpoints: dict[int, object], data: dict[str, PretrainingDataset],
-                   max_examples: int | None = 1000, seed: int = 0) -> list[dict]:
-    """NSP and SOP accuracy of the model's own sentence head at every kept checkpoint, on a fixed seeded
-    sample of max_examples held-out pairs per task: [{"step", "nsp", "sop"}]."""
-    samples = {task: evaluation_sample(data[task], max_examples, seed) for task in SENTENCE_TASKS}
+def training_curve(name: str, scale: Scale) -> list[dict]:
+    """A zoo entry's own sentence head on its own task at every held-out evaluation of its training, read
+    from its training metrics (a fixed seeded sample of held-out pairs, the same at every step):
+    [{"step", task: {"accuracy", "ci95", "n", "chance", "predicted_shares"}}]; [] for an MLM-only entry.
+    The metrics do not record the sample's label shares; its pairs are built swapped (or with a random
+    B) with probability 1/2, so chance is taken as 50% (with 10,000 pairs the majority share is within a
+    point of it)."""
+    task = zoo.entry(name).objective
+    if task not in SENTENCE_TASKS:
+        return []
     points = []
-    for step, path in checkpoints.items():
-        model = load_checkpoint(path)
-        point = {"step": step}
-        for task, at in samples.items():
-            _, predicted = read_pairs(model, data[task], at)
-            point[task] = sentence_metrics(predicted, data[task].sentence_labels[at].long(), task)
-        points.append(point)
+    for r in zoo.metrics(name, scale):
+        if r["split"] != "valid" or f"{task}_accuracy" not in r:
+            continue
+        n, accuracy, ones = r["eval_examples"], r[f"{task}_accuracy"], r[f"{task}_predicted_1"]
+        points.append({"step": r["step"], task: {
+            "accuracy": accuracy, "ci95": list(wilson_interval(round(accuracy * n), n)), "n": n,
+            "chance": 0.5, "predicted_shares": [1 - ones, ones]}})
     return points
 
 
 # ------------------------------------------------------------------------------- the experiment
 def ablation_settings(scale: Scale) -> dict:
     """Sizes of the experiment's parts at a scale (the course runs in minutes with the zoo cached)."""
-    return {"probe_examples": scale.probe_examples, "curve_examples": scale.curve_examples,
-            "downstream_labels": scale.downstream_labels, "finetune": FinetuneArgs.from_scale(scale)}
+    return {"probe_examples": scale.probe_examples, "downstream_labels": scale.downstream_labels,
+            "finetune": FinetuneArgs.from_scale(scale)}
 
 
 def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequence[str] = DOWNSTREAM_TASKS,
@@ -352,10 +359,9 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
         measured = cross_evaluate(model, data, probe_train, matched, settings["probe_examples"])
         result["runs"].append({"arm": arm, "seed": seed, "entry": entry, **measured})
     if curves:
-        for (arm, seed), model in tqdm(models.items(), disable=not progress, desc="curves"):
-            kept = zoo.checkpoints(arm_entry(arm, seed), scale)
-            if model.sentence_head is not None and len(kept) >= scale.zoo_evals:
-                curve = sentence_curve(kept, data, settings["curve_examples"])
+        for arm, seed in models:
+            curve = training_curve(arm_entry(arm, seed), scale)
+            if curve:
                 result["curves"][arm_entry(arm, seed)] = [{"arm": arm, **point} for point in curve]
     for name in downstream:
         task = load_task(name, scale)

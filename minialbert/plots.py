@@ -256,7 +256,7 @@ def plot_ablation(result: dict, axes=None):
     random encoder over each column it was read on; (2) downstream test accuracy, mean over seeds with
     the worst-best range, beside chance; (3) SOP and (4) NSP accuracy of each arm's own head over
     pretraining: one line per arm at the mean over seeds, its band from the worst to the best seed,
-    beside the sample's chance (its majority share); (3) and (4) share one y scale."""
+    beside chance; (3) and (4) share one y scale."""
     if axes is None:
         fig, grid = plt.subplots(2, 2, figsize=(17, 9), layout="constrained",
                                  gridspec_kw={"width_ratios": [1.5, 1]})
@@ -339,11 +339,12 @@ def plot_ablation(result: dict, axes=None):
     if ax_down.get_legend_handles_labels()[0]:
         legend_outside(ax_down)
 
-    by_arm: dict[str, dict[int, list[dict]]] = {}               # arm -> step -> one point per seed
-    for curve in result["curves"].values():
-        for p in curve:
-            by_arm.setdefault(p["arm"], {}).setdefault(p["step"], []).append(p)
     for ax, task in ((ax_sop, "sop"), (ax_nsp, "nsp")):
+        by_arm: dict[str, dict[int, list[dict]]] = {}           # arm -> step -> one point per seed
+        for curve in result["curves"].values():
+            for p in curve:
+                if task in p:                                   # an arm's curve holds its own task
+                    by_arm.setdefault(p["arm"], {}).setdefault(p["step"], []).append(p)
         for arm in [a for a in arms if a in by_arm] + [a for a in by_arm if a not in arms]:
             steps = sorted(by_arm[arm])
             values = [[p[task]["accuracy"] for p in by_arm[arm][s]] for s in steps]
@@ -351,17 +352,15 @@ def plot_ablation(result: dict, axes=None):
                             label=f"{arm} arm ({seeds([len(v) for v in values])})")
             ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values], color=line.get_color(),
                             alpha=0.2, lw=0)
-        first = next(iter(result["curves"].values()), [])
+        first = next((p[task] for curve in result["curves"].values() for p in curve if task in p), None)
         if first:
-            chance = first[0][task]["chance"]
-            ax.axhline(chance, color="grey", ls="--", lw=1,
-                       label=f"chance: the sample's majority share ({chance:.1%})")
-            n = f" ({first[0][task]['n']:,} held-out pairs per checkpoint)"
+            ax.axhline(first["chance"], color="grey", ls="--", lw=1, label=f"chance ({first['chance']:.1%})")
+            n = f" ({first['n']:,} held-out pairs per evaluation)"
         else:
             n = ""
         ax.axhline(0.6, color="grey", ls="-.", lw=0.8, label="60%")
         ax.set(xlabel="pretraining step", ylabel=f"held-out {task.upper()} accuracy (%)",
-               title=f"{task.upper()} read by each arm's own head{n}\n"
+               title=f"{task.upper()} of the arms trained on it, their own head{n}\n"
                      "(line: mean over seeds; band: worst to best seed)")
         percent(ax)
         ax.grid(alpha=0.3)

@@ -59,6 +59,7 @@ class Scale:
     finetune_dev_examples: int | None = 1000
     finetune_labels: int = 1024            # labelled examples of one downstream run (lessons 07, 09)
     label_sizes: tuple = (16, 64, 256, 1024)   # lesson 07: the learning curve's label counts
+    curve_test_examples: int = 2000        # lesson 07: test examples each run is scored on (a seeded sample)
     few_label_sizes: tuple = (64, 1024)    # lesson 07: the other tasks' label counts (the first is "few")
     long_finetune_warmup: int = 100        # lesson 07: the long from-scratch run (10x the steps)
     long_finetune_eval_every: int = 100
@@ -66,7 +67,6 @@ class Scale:
     finetune_seeds: int = 3                # lessons 07 and 09: fine-tuning seeds per point or model
     ablation_seeds: int = 3                # lesson 08: pretraining seeds per arm
     probe_examples: int = 2000             # the ablation: labelled pairs its linear probes fit on
-    curve_examples: int = 1000             # the ablation: held-out pairs per point of its curves
     downstream_labels: int = 256           # the ablation: labels per downstream task
     speed_presets: tuple = ("albert-base", "bert-base")   # lesson 09: the models timed step by step
     speed_repeats: int = 5                 # lesson 09: timed steps per model
@@ -100,7 +100,7 @@ _CI_LESSONS = dict(
     finetune_steps=20, finetune_warmup=2, finetune_eval_every=10, finetune_dev_examples=100,
     finetune_labels=64, label_sizes=(16, 64), few_label_sizes=(16, 64), long_finetune_warmup=5,
     long_finetune_eval_every=10, probe_steps=20, finetune_seeds=1, ablation_seeds=1, probe_examples=200,
-    curve_examples=100, downstream_labels=32, speed_presets=("ci-albert", "ci-bert"), speed_repeats=2,
+    downstream_labels=32, speed_presets=("ci-albert", "ci-bert"), speed_repeats=2,
     attention_seq_lens=(64, 128, 256, 512), kernel_check_len=70, narrow_by=8, lessons_read_results=False,
     lessons_build_zoo=True)
 
@@ -135,9 +135,10 @@ DRY_RUN = dict(
     demo_eval_examples=8, fill_in_sentences=8, fill_mask_sentences=8,
     smoothness_sequences=5, smoothness_batch=1, finetune_steps=2, finetune_warmup=1, finetune_eval_every=1,
     finetune_dev_examples=8, finetune_labels=8, label_sizes=(4, 8), few_label_sizes=(4, 8),
-    long_finetune_warmup=1, long_finetune_eval_every=5, probe_steps=2, finetune_seeds=1, ablation_seeds=1,
-    probe_examples=8, curve_examples=8, downstream_labels=8, speed_repeats=1, attention_seq_lens=(64, 128),
-    kernel_check_len=70, narrow_by=8, lessons_read_results=False, lessons_build_zoo=True)
+    curve_test_examples=8, long_finetune_warmup=1, long_finetune_eval_every=5, probe_steps=2,
+    finetune_seeds=1, ablation_seeds=1, probe_examples=8, downstream_labels=8,
+    speed_repeats=1, attention_seq_lens=(64, 128), kernel_check_len=70, narrow_by=8,
+    lessons_read_results=False, lessons_build_zoo=True)
 
 
 def dry_run(scale: Scale) -> Scale:

@@ -186,7 +186,8 @@ def test_ablation_cli_runs_the_whole_experiment_at_ci_scale(tmp_path, monkeypatc
     for task in ("nsp", "sop"):
         assert result["shortcut"][task]["length_matched"]["accuracy"] == 0.5
     assert set(result["curves"]) == {"albert-nsp", "albert-sop", "albert-sop-balanced"}
-    steps = [p["step"] for p in result["curves"]["albert-sop"]]       # every evaluation's checkpoint
+    steps = [p["step"] for p in result["curves"]["albert-sop"]]       # every held-out evaluation of training
+    assert all(set(p) == {"arm", "step", "sop"} for p in result["curves"]["albert-sop"]), "its own task only"
     ci = SCALES["ci"]
     assert len(steps) == ci.zoo_evals and steps == sorted(steps) and steps[-1] == ci.zoo_steps
     assert {p["arm"] for p in result["curves"]["albert-nsp"]} == {"nsp"}

@@ -167,8 +167,9 @@ def _ablation_result(seeds: int = 3) -> dict:
                             0.57 + seed / 100 if arm == "sop" else None))
             if arm != "mlm":
                 kept = steps[-2:] if (arm, seed) == ("nsp", 0) else steps
-                curves[entry] = [{"arm": arm, "step": s, "nsp": m(0.5 + s / 40000 + seed / 100, 0.501),
-                                  "sop": m(0.45 + s / 50000 + seed / 50, 0.552)} for s in kept]
+                own = (m(0.5 + s / 40000 + seed / 100, 0.501) if arm == "nsp"   # its own head, own task
+                       else m(0.45 + s / 50000 + seed / 50, 0.552) for s in kept)
+                curves[entry] = [{"arm": arm, "step": s, arm: value} for s, value in zip(kept, own)]
             downstream += [{"task": t, "start": arm, "seed": seed, "test": m(0.5 + seed / 10)} for t in tasks]
     summary = {arm: {t: {"mean": 0.6, "min": 0.5, "max": 0.7, "seeds": seeds} for t in tasks} for arm in arms}
     return {"arms": arms, "seeds": list(range(seeds)), "runs": runs, "curves": curves,
@@ -186,15 +187,16 @@ def test_ablation_curves_draw_one_line_per_arm_and_task_with_a_band_and_labelled
     result = _ablation_result()
     ax_matrix, ax_down, ax_sop, ax_nsp = plot_ablation(result)
     assert ax_sop.get_ylim() == ax_nsp.get_ylim(), "the SOP and NSP panels share one accuracy scale"
-    for ax, task, chance in ((ax_sop, "sop", 0.552), (ax_nsp, "nsp", 0.501)):
+    for ax, task, label, chance in ((ax_sop, "sop", "sop arm (3 seeds)", 0.552),
+                                    (ax_nsp, "nsp", "nsp arm (2-3 seeds)", 0.501)):
         arms = [line for line in ax.get_lines() if " arm (" in line.get_label()]
-        assert [line.get_label() for line in arms] == ["nsp arm (2-3 seeds)", "sop arm (3 seeds)"]
+        assert [line.get_label() for line in arms] == [label], "a panel draws the arms trained on its task"
         bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
         assert len(bands) == len(arms), "one band per arm, not one line per seed"
-        curves = [c for name, c in result["curves"].items() if name.startswith("albert-sop")]
+        curves = [c for name, c in result["curves"].items() if name.startswith(f"albert-{task}")]
         values = [[p[task]["accuracy"] for c in curves for p in c if p["step"] == s] for s in (1000, 4000)]
-        assert list(arms[1].get_ydata()[[0, -1]]) == pytest.approx([sum(v) / len(v) for v in values])
-        band, seen = bands[1].get_paths()[0].vertices[:, 1], values[0] + values[1]
+        assert list(arms[0].get_ydata()[[0, -1]]) == pytest.approx([sum(v) / len(v) for v in values])
+        band, seen = bands[0].get_paths()[0].vertices[:, 1], values[0] + values[1]
         assert (band.min(), band.max()) == pytest.approx((min(seen), max(seen))), "worst to best seed"
         line = next(line for line in ax.get_lines() if line.get_label().startswith("chance"))
         assert list(line.get_ydata()) == pytest.approx([chance] * 2) and f"{chance:.1%}" in line.get_label()
