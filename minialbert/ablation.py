@@ -282,8 +282,8 @@ def cross_evaluate(model: AlbertForPretraining, data: dict[str, PretrainingDatas
 
 def crossing_step(curve: Sequence[dict], task: str, level: float | str = 0.6) -> int | None:
     """The first step at which the task's accuracy reaches `level`, or, for level "chance", at which the
-    lower end of its 95% interval is above chance (the share of the sample's majority label, so a constant
-    predictor never counts); None if it never does."""
+    lower end of its 95% interval is above the point's chance (50% for a curve from the training
+    metrics, see training_curve); None if it never does. Points without the task are skipped."""
     for point in curve:
         m = point.get(task)
         if m is None:
