@@ -260,7 +260,8 @@ def cross_evaluate(model: AlbertForPretraining, data: dict[str, PretrainingDatas
                    probe_examples: int, seed: int = 0) -> dict:
     """One model on every task: {"mlm": evaluate_pretraining on data["mlm"], "nsp"/"sop": {"head": own
     head's sentence_metrics or None, "head_matched": the same on the length-matched subset, "probe",
-    "probe_matched": the linear probe's}}."""
+    "probe_matched": the linear probe's}}. Pairs cut from one document are not independent: where the
+    data name each pair's document (that of segment A), every interval resamples documents."""
     result = {"mlm": evaluate_pretraining(model, data["mlm"])}
     for task in SENTENCE_TASKS:
         test = data[task]
@@ -269,14 +270,17 @@ def cross_evaluate(model: AlbertForPretraining, data: dict[str, PretrainingDatas
         train_x, _ = read_pairs(model, probe_train[task], train_at)
         test_x, predicted = read_pairs(model, test, every)
         probe = fit_logistic(train_x, probe_train[task].sentence_labels[train_at].long())(test_x)
-        truth = test.sentence_labels.long()
+        truth, docs = test.sentence_labels.long(), test.document_ids
         at = matched[task]               # may be empty in a small sample (a dry run): then None
-        result[task] = {
-            "head": None if predicted is None else sentence_metrics(predicted, truth, task),
-            "head_matched": (None if predicted is None or not at
-                             else sentence_metrics(predicted[at], truth[at], task)),
-            "probe": sentence_metrics(probe, truth, task),
-            "probe_matched": sentence_metrics(probe[at], truth[at], task) if at else None}
+
+        def measured(guess: torch.Tensor | None, subset: list[int] | None = None) -> dict | None:
+            if guess is None or subset == []:
+                return None
+            pick = slice(None) if subset is None else subset
+            return sentence_metrics(guess[pick], truth[pick], task, clusters=None if docs is None else docs[pick])
+
+        result[task] = {"head": measured(predicted), "head_matched": measured(predicted, at),
+                        "probe": measured(probe), "probe_matched": measured(probe, at)}
     return result
 
 

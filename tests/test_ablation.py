@@ -182,6 +182,9 @@ def test_ablation_cli_runs_the_whole_experiment_at_ci_scale(tmp_path, monkeypatc
             assert run[task]["head"]["n"] == result["heldout"][task]["examples"]
             assert run[task]["head_matched"]["n"] == result["heldout"][task]["length_matched"]
             assert sum(run[task]["head"]["predicted_shares"]) == pytest.approx(1.0)
+            for reading in ("head", "head_matched", "probe", "probe_matched"):   # pairs of one document
+                m = run[task][reading]                                         # are not independent
+                assert 1 < m["documents"] < m["n"] and m["ci95"] != m["wilson95"], (task, reading)
         assert run["mlm"]["mlm"]["mask"]["n"] > 0
     for task in ("nsp", "sop"):
         assert result["shortcut"][task]["length_matched"]["accuracy"] == 0.5
