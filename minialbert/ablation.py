@@ -272,15 +272,11 @@ def cross_evaluate(model: AlbertForPretraining, data: dict[str, PretrainingDatas
         probe = fit_logistic(train_x, probe_train[task].sentence_labels[train_at].long())(test_x)
         truth, docs = test.sentence_labels.long(), test.document_ids
         at = matched[task]               # may be empty in a small sample (a dry run): then None
-
-        def measured(guess: torch.Tensor | None, subset: list[int] | None = None) -> dict | None:
-            if guess is None or subset == []:
-                return None
-            pick = slice(None) if subset is None else subset
-            return sentence_metrics(guess[pick], truth[pick], task, clusters=None if docs is None else docs[pick])
-
-        result[task] = {"head": measured(predicted), "head_matched": measured(predicted, at),
-                        "probe": measured(probe), "probe_matched": measured(probe, at)}
+        result[task] = {}
+        for reading, guess, subset in (("head", predicted, every), ("head_matched", predicted, at),
+                                       ("probe", probe, every), ("probe_matched", probe, at)):
+            result[task][reading] = None if guess is None or not subset else sentence_metrics(
+                guess[subset], truth[subset], task, clusters=None if docs is None else docs[subset])
     return result
 
 

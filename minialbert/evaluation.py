@@ -361,18 +361,24 @@ def bag_of_words_baseline(task, tokenizer, steps: int = 500, batch_size: int = 4
     task_metrics (test None when the task has no test split)."""
     V = tokenizer.vocab_size
 
-    def bags(examples) -> list[list[int]]:                   # the feature ids of each example
-        features = []
+    def bags(examples) -> tuple[torch.Tensor, torch.Tensor]:   # every example's feature ids, one after
+        features = []                                           # another (F,), and how many each has (n,)
         for ex in examples:
             a = set(tokenizer.encode(ex.text_a))
             b = set(tokenizer.encode(ex.text_b)) if ex.text_b is not None else set()
             features.append(sorted(a) + [V + i for i in sorted(b)] + [2 * V + i for i in sorted(a & b)])
-        return features
+        return (torch.tensor([i for f in features for i in f], dtype=torch.long),
+                torch.tensor([len(f) for f in features], dtype=torch.long))
 
-    def scores(features: list[list[int]]) -> torch.Tensor:     # (n, num_labels)
-        ids = torch.tensor([i for f in features for i in f], dtype=torch.long)
-        offsets = torch.tensor([0] + [len(f) for f in features[:-1]], dtype=torch.long).cumsum(0)
-        return weights(ids, offsets) + bias
+    def scores(ids: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:     # (n, num_labels)
+        return weights(ids, counts.cumsum(0) - counts) + bias
+
+    def rows(ids: torch.Tensor, counts: torch.Tensor, at: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The feature ids and counts of the examples at `at`, in that order."""
+        take = counts[at]                                                    # (b,)
+        first = torch.repeat_interleave((counts.cumsum(0) - counts)[at], take)
+        within = torch.arange(int(take.sum())) - torch.repeat_interleave(take.cumsum(0) - take, take)
+        return ids[first + within], take
 
     torch.manual_seed(seed)
     weights = nn.EmbeddingBag(3 * V, task.num_labels, mode="sum")
@@ -383,11 +389,12 @@ def bag_of_words_baseline(task, tokenizer, steps: int = 500, batch_size: int = 4
     optimizer = torch.optim.Adam([weights.weight, bias], lr=0.05, weight_decay=1e-4)
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)   # to 0 at the end
     train_bags = bags(task.train)
-    n, size = len(train_bags), min(batch_size, len(train_bags))
+    n = len(labels)
+    size = min(batch_size, n)
     g = torch.Generator().manual_seed(seed)
     order = torch.cat([torch.randperm(n, generator=g) for _ in range(math.ceil(steps * size / n))])
     for batch in order[:steps * size].view(steps, size):
-        s = scores([train_bags[i] for i in batch.tolist()])
+        s = scores(*rows(*train_bags, batch))
         y = labels[batch]
         loss = (nn.functional.mse_loss(s.squeeze(-1), y.float()) if task.num_labels == 1
                 else nn.functional.cross_entropy(s, y))
@@ -401,7 +408,7 @@ def bag_of_words_baseline(task, tokenizer, steps: int = 500, batch_size: int = 4
             result[split] = None
             continue
         with torch.no_grad():
-            s = scores(bags(examples))
+            s = scores(*bags(examples))
         predicted = s.squeeze(-1) if task.num_labels == 1 else s.argmax(-1)
         result[split] = task_metrics(predicted.tolist(), [ex.label for ex in examples], task.num_labels)
     return result

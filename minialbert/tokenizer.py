@@ -33,6 +33,8 @@ TOKENIZER_FORMAT = 2                        # bump when training settings change
 def normalize(text: str) -> str:
     """ALBERT's text preprocessing: collapse whitespace, NFKD, drop accents, lower-case."""
     text = " ".join(text.split()).replace("``", '"').replace("''", '"')
+    if text.isascii():                       # NFKD leaves ASCII as it is, and it has no accents to drop
+        return text.lower()
     text = unicodedata.normalize("NFKD", text)
     return "".join(c for c in text if not unicodedata.combining(c)).lower()
 

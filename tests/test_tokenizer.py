@@ -10,6 +10,7 @@ import random
 import string
 import subprocess
 import sys
+import unicodedata
 
 import pytest
 import torch
@@ -53,6 +54,16 @@ def test_special_ids_are_albert_s(tok):
 def test_normalize_lowercases_and_strips_accents():
     assert normalize("  Café  NAÏVE\tÅngström ``quoted''  ") == 'cafe naive angstrom "quoted"'
     assert normalize("") == ""
+    assert normalize("Plain ASCII, Mixed Case:  ok") == "plain ascii, mixed case: ok"   # the ASCII fast path
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(alphabet=string.printable, max_size=40),
+                 st.text(alphabet=st.characters(codec="utf-8"), max_size=40)))
+def test_normalize_fast_path_matches_the_full_rule(text):
+    collapsed = unicodedata.normalize("NFKD", " ".join(text.split()).replace("``", '"').replace("''", '"'))
+    full = "".join(c for c in collapsed if not unicodedata.combining(c)).lower()
+    assert normalize(text) == full
 
 
 def test_decode_skips_pad_cls_sep_and_shows_mask(tok):
