@@ -23,6 +23,7 @@ Wilson interval, right only for independent items, is kept beside it as `wilson9
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -329,9 +330,10 @@ def spearman(x, y) -> float:
     return pearson(_ranks(np.asarray(x, dtype=np.float64)), _ranks(np.asarray(y, dtype=np.float64)))
 
 
-def task_metrics(predicted, labels, num_labels: int) -> dict:
+def task_metrics(predicted, labels, num_labels: int, documents: Sequence[int | None] | None = None) -> dict:
     """Every metric of a fine-tuning task: classification (num_labels >= 2: class ids) reports accuracy
-    with its interval, the share of predictions in each class (a constant predictor shows as 1.0),
+    with its interval (resampling documents where every example names one, Example.document: see
+    clustered_proportion), the share of predictions in each class (a constant predictor shows as 1.0),
     F1 (binary tasks) and Matthews correlation; regression (num_labels == 1) reports Pearson, Spearman
     and the mean squared error."""
     n = len(labels)
@@ -340,7 +342,8 @@ def task_metrics(predicted, labels, num_labels: int) -> dict:
         return {"pearson": pearson(p, y), "spearman": spearman(p, y), "mse": float(((p - y) ** 2).mean()),
                 "n": n}
     p, y = np.asarray(predicted, dtype=np.int64), np.asarray(labels, dtype=np.int64)
-    metrics = proportion(int((p == y).sum()), n)
+    clusters = None if documents is None or None in documents else torch.tensor(documents)
+    metrics = clustered_proportion(torch.from_numpy(p == y), clusters)
     metrics["predicted_shares"] = (np.bincount(p, minlength=num_labels) / max(n, 1)).tolist()
     metrics["matthews"] = matthews_correlation(p, y)
     if num_labels == 2:
@@ -410,5 +413,6 @@ def bag_of_words_baseline(task, tokenizer, steps: int = 500, batch_size: int = 4
         with torch.no_grad():
             s = scores(*bags(examples))
         predicted = s.squeeze(-1) if task.num_labels == 1 else s.argmax(-1)
-        result[split] = task_metrics(predicted.tolist(), [ex.label for ex in examples], task.num_labels)
+        result[split] = task_metrics(predicted.tolist(), [ex.label for ex in examples], task.num_labels,
+                                     [ex.document for ex in examples])
     return result

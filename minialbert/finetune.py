@@ -119,8 +119,9 @@ class FinetuneResult:
 
 @torch.no_grad()
 def evaluate_classifier(model: AlbertForSequenceClassification, encoded: Sequence[dict],
-                        batch_size: int = 64) -> dict:
-    """Task metrics (evaluation.task_metrics) of the model's predictions on encoded examples."""
+                        batch_size: int = 64, documents: Sequence[int | None] | None = None) -> dict:
+    """Task metrics (evaluation.task_metrics) of the model's predictions on encoded examples (their
+    interval resampling documents where each example's is given)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -132,7 +133,7 @@ def evaluate_classifier(model: AlbertForSequenceClassification, encoded: Sequenc
         predicted += (logits.squeeze(-1) if model.num_labels == 1 else logits.argmax(-1)).tolist()
         labels += batch["labels"].tolist()
     model.train(was_training)
-    return task_metrics(predicted, labels, model.num_labels)
+    return task_metrics(predicted, labels, model.num_labels, documents)
 
 
 def _dev_sample(examples: list[Example], n: int | None) -> list[Example]:
@@ -235,8 +236,9 @@ def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, c
     model.eval()
     dev_metrics = next(r for r in history if r["split"] == "dev" and r["step"] == best_step)
     dev_metrics = {k: v for k, v in dev_metrics.items() if k not in ("step", "split")}
-    test = (evaluate_classifier(model, encode_examples(_dev_sample(task.test, args.test_examples), tokenizer,
-                                                       max_len)) if task.test else None)
+    tested = _dev_sample(task.test, args.test_examples)
+    test = (evaluate_classifier(model, encode_examples(tested, tokenizer, max_len),
+                                documents=[ex.document for ex in tested]) if tested else None)
     seconds = time.perf_counter() - t0
     return FinetuneResult(model, history, best_step, dev_metrics, test, stopped_early, seconds)
 

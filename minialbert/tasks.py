@@ -53,6 +53,8 @@ class Example:
     text_a: str
     text_b: str | None          # None for single-sentence tasks
     label: int | float          # class id, or a float target for regression
+    document: int | None = None  # the document a pair comes from (pairs of one document are not
+                                 # independent: test intervals resample documents); None: independent
 
 
 @dataclass
@@ -112,7 +114,8 @@ class Task:
             guess = Counter(ex.label for ex in self.train).most_common(1)[0][0]
         else:
             guess = sum(ex.label for ex in self.train) / len(self.train)
-        return task_metrics([guess] * len(examples), [ex.label for ex in examples], self.num_labels)
+        return task_metrics([guess] * len(examples), [ex.label for ex in examples], self.num_labels,
+                            [ex.document for ex in examples])
 
     def describe(self) -> dict:
         """Name, kind, sizes, label balance per split, and the majority baseline on dev (and test)."""
@@ -194,11 +197,12 @@ def _shuffled_words_split(documents: list[Document], rng: random.Random, seen: s
 
 def _next_sentence_split(documents: list[Document], rng: random.Random,
                          seen: set[str] | None) -> tuple[list[Example], int]:
-    anchors = [(d, i) for d in documents for i in range(len(d.sentences) - 2)]   # i + 2 exists
+    anchors = [(n, d, i) for n, d in enumerate(documents)
+               for i in range(len(d.sentences) - 2)]                     # i + 2 exists
     rng.shuffle(anchors)
     half = len(anchors) // 2
     examples, removed = [], 0
-    for k, (d, i) in enumerate(anchors[:2 * half]):
+    for k, (n, d, i) in enumerate(anchors[:2 * half]):
         follows = k < half
         j = i + 1 if follows else rng.randrange(i + 2, len(d.sentences))
         a, b = d.sentences[i], d.sentences[j]
@@ -207,7 +211,7 @@ def _next_sentence_split(documents: list[Document], rng: random.Random,
         if seen is not None and (a in seen or b in seen):
             removed += 1
             continue
-        examples.append(Example(a, b, int(follows)))
+        examples.append(Example(a, b, int(follows), document=n))
     return _balanced(examples, rng), removed
 
 

@@ -15,6 +15,7 @@ from minialbert.evaluation import (
     position_kinds,
     proportion,
     sentence_metrics,
+    task_metrics,
     wilson_interval,
 )
 from minialbert.model import IGNORE_INDEX, PretrainingOutput
@@ -151,6 +152,17 @@ def test_a_clustered_interval_widens_to_the_number_of_documents():
     lo1, hi1 = clustered_interval(hits, torch.arange(2000))
     assert (hi1 - lo1) == pytest.approx(per_position[1] - per_position[0], rel=0.15)
     assert clustered_interval(hits, docs) == (lo, hi)                                # seeded
+
+
+def test_task_metrics_resample_documents_where_every_example_names_one():
+    predicted, labels = [1] * 200, [1 if d % 2 == 0 else 0 for d in range(20) for _ in range(10)]
+    documents = [d for d in range(20) for _ in range(10)]                 # each document all right or wrong
+    pooled, clustered = task_metrics(predicted, labels, 2), task_metrics(predicted, labels, 2, documents)
+    assert pooled["accuracy"] == clustered["accuracy"] == 0.5 and clustered["documents"] == 20
+    assert clustered["wilson95"] == pooled["ci95"]
+    width = clustered["ci95"][1] - clustered["ci95"][0]
+    assert width > 2 * (pooled["ci95"][1] - pooled["ci95"][0])             # 20 draws, not 200
+    assert task_metrics(predicted, labels, 2, [None] * 200) == pooled      # independent items: Wilson
 
 
 def test_evaluation_resamples_documents_where_the_data_name_them():

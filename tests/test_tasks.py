@@ -114,6 +114,10 @@ def test_next_sentence_pairs_come_from_one_document():
         pairs = [(i, j) for doc_a, i in places[ex.text_a] for doc_b, j in places[ex.text_b] if doc_a == doc_b]
         assert any((j == i + 1) if ex.label == 1 else (j >= i + 2) for i, j in pairs), ex
     assert len({ex.text_a for ex in task.train}) > 0.95 * len(task.train)   # anchors are (nearly) unique
+    documents = pydocs_documents("train", MAX_DOCUMENTS)
+    for ex in task.train[:300]:               # each pair names its document: test intervals resample them
+        assert {ex.text_a, ex.text_b} <= set(documents[ex.document].sentences), ex
+    assert all(ex.document is None for ex in load_task("shuffled-words", CI).test)     # independent items
 
 
 def test_subset_is_seeded_and_stratified(task):
