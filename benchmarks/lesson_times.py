@@ -10,6 +10,13 @@ for a reader. The shipped zoo is part of the clone, so lessons that read it do n
     python benchmarks/lesson_times.py --write-boxes     # ... and put the times in the lessons' boxes
     python benchmarks/lesson_times.py --keep-outputs    # ... and keep the executed lessons (their outputs)
     python benchmarks/lesson_times.py --lessons 02 03 --scale ci   # a quick look (writes nothing)
+    python benchmarks/lesson_times.py --lessons 07 08 --update --write-boxes   # re-time two lessons
+
+A partial run cannot pay the one-time costs where a reader pays them (lesson 01 builds the corpus), so
+`--update` first copies this machine's built course corpus (`corpora/` of the cache) into the empty
+cache, times the lessons named, and replaces their entries in the JSON, which records for each the
+commit, the date and that the corpus was already built. Anything else a lesson finds missing (the
+pretraining examples earlier lessons would have cached) it builds itself, inside its time.
 
 Writes assets/benchmarks/lesson_times.json (course scale, all lessons only). `--write-boxes` then
 rewrites the Time line of each lesson's opening box from that JSON; tests/test_notebook_files.py
@@ -26,13 +33,14 @@ import math
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from minialbert.download import atomic_write
+from minialbert.download import atomic_write, cache_dir
 from minialbert.notebooks import clean_notebook, lessons, notebook_text, read_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,12 +54,19 @@ def box_time(seconds: float, record: dict) -> str:
             f"{record['cores']} CPU cores, from a fresh clone")
 
 
-def run_lessons(numbers: list[str] | None, scale: str, timeout: int, keep_outputs: bool) -> tuple[dict, str]:
+def run_lessons(numbers: list[str] | None, scale: str, timeout: int, keep_outputs: bool,
+                corpus_built: bool = False) -> tuple[dict, str]:
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
     times = {}
     with tempfile.TemporaryDirectory(prefix="minialbert-lessons-") as tmp:
         clone, cache = Path(tmp) / "clone", Path(tmp) / "cache"
+        if corpus_built:
+            corpora = cache_dir() / "corpora"
+            if not any(corpora.glob("course-*.json")):
+                sys.exit(f"--update needs the course corpus built in {corpora}: run lesson 01 (or any "
+                         "course command) once first")
+            shutil.copytree(corpora, cache / "corpora")
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
         subprocess.run(["git", "-C", str(clone), "checkout", "-q", commit], check=True)
         env = {**os.environ, "MINIALBERT_SCALE": scale, "MINIALBERT_CACHE": str(cache),
@@ -92,16 +107,30 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell")
     parser.add_argument("--write-boxes", action="store_true")
     parser.add_argument("--keep-outputs", action="store_true")
+    parser.add_argument("--update", action="store_true",
+                        help="with --lessons: start from the built corpus and replace those lessons' times")
     args = parser.parse_args()
+    if args.update and not (args.lessons and args.scale == "course"):
+        sys.exit("--update re-times the lessons named with --lessons, at course scale")
+    if args.update and json.loads(OUT.read_text())["cores"] != os.cpu_count():
+        sys.exit(f"{OUT.name} was measured on another number of cores: re-time every lesson instead")
     if args.keep_outputs and subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "notebooks"],
                                             capture_output=True, text=True, check=True).stdout.strip():
         sys.exit("notebooks/ has uncommitted changes: commit them first (--keep-outputs overwrites lessons)")
-    times, commit = run_lessons(args.lessons, args.scale, args.timeout, args.keep_outputs)
+    times, commit = run_lessons(args.lessons, args.scale, args.timeout, args.keep_outputs, args.update)
     print(f"total: {sum(times.values()) / 60:.1f} min over {len(times)} lessons")
-    if args.lessons or args.scale != "course":
+    if args.update:
+        record = json.loads(OUT.read_text())
+        record["seconds"].update(times)
+        record.setdefault("retimed", {}).update({stem: {
+            "commit": commit, "date": time.strftime("%Y-%m-%d"),
+            "cache": "the course corpus already built (lesson 01's one-time cost)"} for stem in times})
+    elif args.lessons or args.scale != "course":
         return                                    # a partial or non-course run is a look, not the record
-    record = {"scale": args.scale, "commit": commit, "cores": os.cpu_count(), "machine": platform.machine(),
-              "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"), "seconds": times}
+    else:
+        record = {"scale": args.scale, "commit": commit, "cores": os.cpu_count(),
+                  "machine": platform.machine(), "python": platform.python_version(),
+                  "date": time.strftime("%Y-%m-%d"), "seconds": times}
     atomic_write(OUT, (json.dumps(record, indent=1) + "\n").encode())
     print(f"wrote {OUT.relative_to(ROOT)}")
     if args.write_boxes:
