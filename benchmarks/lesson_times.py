@@ -112,15 +112,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.update and not (args.lessons and args.scale == "course"):
         sys.exit("--update re-times the lessons named with --lessons, at course scale")
-    if args.update and json.loads(OUT.read_text())["cores"] != os.cpu_count():
+    record = json.loads(OUT.read_text()) if args.update else None    # the record --update amends
+    if record and record["cores"] != os.cpu_count():
         sys.exit(f"{OUT.name} was measured on another number of cores: re-time every lesson instead")
     if args.keep_outputs and subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "notebooks"],
                                             capture_output=True, text=True, check=True).stdout.strip():
         sys.exit("notebooks/ has uncommitted changes: commit them first (--keep-outputs overwrites lessons)")
     times, commit = run_lessons(args.lessons, args.scale, args.timeout, args.keep_outputs, args.update)
     print(f"total: {sum(times.values()) / 60:.1f} min over {len(times)} lessons")
-    if args.update:
-        record = json.loads(OUT.read_text())
+    if record:
         record["seconds"].update(times)
         record.setdefault("retimed", {}).update({stem: {
             "commit": commit, "date": time.strftime("%Y-%m-%d"),
