@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -24,6 +25,12 @@ def ngram_probabilities(max_ngram: int = MAX_NGRAM) -> list[float]:
     """p(n) = (1/n) / sum_k (1/k) for n = 1..max_ngram: short spans are favoured (.545/.273/.182)."""
     weights = [1 / n for n in range(1, max_ngram + 1)]
     return [w / sum(weights) for w in weights]
+
+
+@cache
+def cumulative_ngram_probabilities(max_ngram: int = MAX_NGRAM) -> tuple[float, ...]:
+    """Running sums of ngram_probabilities: what random.choices computes from them on every draw."""
+    return tuple(accumulate(ngram_probabilities(max_ngram)))
 
 
 @dataclass(frozen=True)
@@ -80,17 +87,17 @@ def corrupt(token: int, vocab: MaskingVocab, rng: random.Random) -> int:
 
 def whole_words(input_ids: Sequence[int], vocab: MaskingVocab) -> list[list[int]]:
     """Group positions into words: a word-start piece plus the pieces that continue it; specials skipped."""
+    is_special, is_word_start = vocab.is_special, vocab.is_word_start
     words: list[list[int]] = []
-    after_special = True
+    word: list[int] | None = None               # the word being extended; None after a special
     for pos, tok in enumerate(input_ids):
-        if vocab.is_special[tok]:
-            after_special = True
-            continue
-        if after_special or vocab.is_word_start[tok]:
-            words.append([pos])
+        if is_special[tok]:
+            word = None
+        elif word is None or is_word_start[tok]:
+            word = [pos]
+            words.append(word)
         else:
-            words[-1].append(pos)
-        after_special = False
+            word.append(pos)
     return words
 
 
@@ -109,13 +116,17 @@ def ngram_mask(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random
         raise ValueError(f"token id {max(input_ids)} is outside the vocabulary of "
                          f"{len(vocab.is_special)} ids: was the text encoded with another tokenizer?")
     words = whole_words(input_ids, vocab)
-    n_real = sum(len(w) for w in words)
+    ends = list(accumulate(map(len, words), initial=0))    # ends[w]: real tokens in words[:w]
+    n_real = ends[-1]
     budget = max(1, round(n_real * mask_rate)) if n_real and mask_rate > 0 else 0
-    specials_so_far = list(accumulate(vocab.is_special[t] for t in input_ids))
-    segment = [specials_so_far[w[0]] for w in words]        # words of one segment share this count
-    ends = list(accumulate((len(w) for w in words), initial=0))  # ends[w]: real tokens in words[:w]
     free = [True] * len(words)
-    probs = ngram_probabilities(max_ngram)
+    cum_probs = cumulative_ngram_probabilities(max_ngram)
+
+    def fits(s: int, n: int, room: int) -> bool:
+        """Words s..s+n-1 are free, of one segment, and fit in `room` tokens."""
+        tokens = ends[s + n] - ends[s]
+        # the words' positions are consecutive exactly when no special token (no [SEP]) lies between
+        return tokens <= room and words[s + n - 1][-1] - words[s][0] == tokens - 1 and all(free[s:s + n])
 
     def random_start(n: int, room: int) -> int | None:
         """A start drawn uniformly among those where n free words of one segment fit in `room` tokens.
@@ -123,15 +134,12 @@ def ngram_mask(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random
         A few blind draws (cheap while most starts fit), then one scan of them all: both pick
         uniformly among the starts that fit. None if there is none.
         """
-        def fits(s: int) -> bool:
-            return (segment[s] == segment[s + n - 1] and ends[s + n] - ends[s] <= room
-                    and all(free[s:s + n]))
         n_starts = len(words) - n + 1
         for _ in range(8 if n_starts > 0 else 0):
             s = rng.randrange(n_starts)
-            if fits(s):
+            if fits(s, n, room):
                 return s
-        fitting = [s for s in range(n_starts) if fits(s)]
+        fitting = [s for s in range(n_starts) if fits(s, n, room)]
         return fitting[rng.randrange(len(fitting))] if fitting else None
 
     output, labels = list(input_ids), [IGNORE_INDEX] * len(input_ids)
@@ -139,7 +147,7 @@ def ngram_mask(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random
     n_masked = 0
     while n_masked < budget:
         start = None
-        drawn = rng.choices(range(1, max_ngram + 1), weights=probs)[0]
+        drawn = rng.choices(range(1, max_ngram + 1), cum_weights=cum_probs)[0]
         for n in range(drawn, 0, -1):                       # no place for n words: try n - 1
             start = random_start(n, budget - n_masked)
             if start is not None:

@@ -15,6 +15,7 @@ from minialbert.masking import MaskingVocab, ngram_mask, ngram_probabilities, wh
 from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import (
     COURSE_SEED,
+    FORMAT_VERSION,
     PretrainingDataset,
     build_examples,
     collate,
@@ -234,6 +235,28 @@ def test_same_seed_same_examples_other_seed_other_examples():
     assert torch.equal(a.input_ids, b.input_ids) and torch.equal(a.mlm_labels, b.mlm_labels)
     assert torch.equal(a.sentence_labels, b.sentence_labels)
     assert a.input_ids.shape != c.input_ids.shape or not torch.equal(a.input_ids, c.input_ids)
+
+
+# The examples' bytes, recorded when the recipe was last changed on purpose. Every zoo key names its data
+# by the recipe, not by these bytes, so a speed-up that changed one byte would silently retrain nothing and
+# train on other data: these must only change with FORMAT_VERSION.
+RECIPE_SHA256 = {
+    ("sop", False): (334, "99caeea1463bd9138f45d57aaba31e2b8462f474440f5184d088f5824b97dcc5"),
+    ("nsp", False): (449, "90e64a5914e5ff334919c93e9ffcd3415b8e58429d2116e1c3914130ab5b359f"),
+    ("sop", True): (98, "0f9c096214836157d0ddc417b97427984f7cc7289c14c14bb35ebee1a970dabc"),
+    ("mlm", False): (415, "06b575cb2a661d0fbf85947c4c00c38946e46c02a0f375640ff7123f0c65d00d"),
+}
+
+
+@pytest.mark.parametrize(("objective", "balance_lengths"), list(RECIPE_SHA256))
+def test_the_recipe_gives_the_recorded_bytes(objective, balance_lengths):
+    rng = random.Random(7)
+    docs = [[[rng.randrange(5, V) for _ in range(rng.randint(1, 40))] for _ in range(rng.randint(1, 12))]
+            for _ in range(60)]
+    ds = examples_from_token_documents(docs, VOCAB, objective, 64, COURSE_SEED, dupe_factor=3,
+                                       balance_lengths=balance_lengths)
+    assert FORMAT_VERSION == 3, "the recipe changed: record its new bytes here"
+    assert (len(ds), ds.checksum()) == RECIPE_SHA256[objective, balance_lengths]
 
 
 def test_bad_settings_give_clear_errors():
