@@ -151,7 +151,8 @@ def segment_ends(dataset: PretrainingDataset, tokenizer: Tokenizer) -> torch.Ten
 def _shortcut(train_cells: torch.Tensor, train: PretrainingDataset, test_cells: torch.Tensor,
               test: PretrainingDataset, indices: Sequence[int] | None, name: str) -> dict:
     """sentence_metrics on `test` of the rule that answers, in every cell, the label seen most often there
-    in `train` (unseen cells and ties: the majority label)."""
+    in `train` (unseen cells and ties: the majority label); the interval resamples `test`'s documents
+    where it names them."""
     labels = train.sentence_labels.long()
     keys, inverse = train_cells.unique(return_inverse=True)
     ones = torch.zeros(len(keys)).index_add_(0, inverse, labels.float())
@@ -160,10 +161,12 @@ def _shortcut(train_cells: torch.Tensor, train: PretrainingDataset, test_cells: 
     cell_label = torch.where(ones * 2 == counts, majority, (ones * 2 > counts).long())
     at = torch.searchsorted(keys, test_cells).clamp(max=len(keys) - 1)
     predicted = torch.where(keys[at] == test_cells, cell_label[at], majority)
-    truth = test.sentence_labels.long()
+    truth, documents = test.sentence_labels.long(), test.document_ids
     if indices is not None:
-        predicted, truth = predicted[list(indices)], truth[list(indices)]
-    return sentence_metrics(predicted, truth, f"{test.objective} from {name}")
+        at = list(indices)
+        predicted, truth = predicted[at], truth[at]
+        documents = None if documents is None else documents[at]
+    return sentence_metrics(predicted, truth, f"{test.objective} from {name}", clusters=documents)
 
 
 def length_shortcut(train: PretrainingDataset, test: PretrainingDataset,
@@ -199,6 +202,20 @@ def end_shortcut(train: PretrainingDataset, test: PretrainingDataset, tokenizer:
             share = labels[inside].mean().item() if inside.any() else None
             result["cells"][f"A {end_type[end_a]}, B {end_type[end_b]}"] = {"n": int(inside.sum()),
                                                                              "label_1_share": share}
+    return result
+
+
+def shortcuts(train: dict[str, PretrainingDataset], heldout: dict[str, PretrainingDataset],
+              matched: dict[str, list[int]], tokenizer: Tokenizer) -> dict:
+    """For each sentence task, the length and segment-end rules fitted on `train` and read on the
+    held-out pairs, all of them and the `length_matched` ones (None where none is matched)."""
+    result = {}
+    for task in SENTENCE_TASKS:
+        fitted, read, at = train[task], heldout[task], matched[task]
+        result[task] = {"all": length_shortcut(fitted, read),
+                        "length_matched": length_shortcut(fitted, read, at) if at else None,
+                        "ends": end_shortcut(fitted, read, tokenizer),
+                        "ends_matched": end_shortcut(fitted, read, tokenizer, at) if at else None}
     return result
 
 
@@ -340,13 +357,7 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
                           for task, d in data.items()},
               "probe_examples": settings["probe_examples"],
               "downstream_labels": settings["downstream_labels"], "paper": PAPER_TABLE5,
-              "shortcut": {task: {"all": length_shortcut(probe_train[task], data[task]),
-                                  "length_matched": length_shortcut(probe_train[task], data[task],
-                                                                    matched[task]) if matched[task] else None,
-                                  "ends": end_shortcut(probe_train[task], data[task], tokenizer),
-                                  "ends_matched": end_shortcut(probe_train[task], data[task], tokenizer,
-                                                               matched[task]) if matched[task] else None}
-                           for task in SENTENCE_TASKS},
+              "shortcut": shortcuts(probe_train, data, matched, tokenizer),
               "runs": [], "curves": {}, "downstream": []}
     models = {(arm, seed): zoo.load(arm_entry(arm, seed), scale, progress=progress)
               for arm in arms for seed in range(seeds)}

@@ -73,6 +73,23 @@ def test_length_shortcut_finds_a_length_cue_and_the_matched_set_removes_it():
                                                     None, "mlm", 64))
 
 
+def test_shortcut_intervals_resample_documents():
+    """Five documents of 40 pairs; the lengths decide every label except in one document, where each is
+    flipped. Pairs of one document are not independent: the interval must be as wide as five documents
+    allow, not as narrow as 200 pairs would."""
+    lengths = [(a, b) for a, b in zip([1, 2, 3, 4, 5] * 40, [3] * 200)]
+    cue = [int(a > b) for a, b in lengths]
+    train = pairs(lengths, cue)
+    flipped = [1 - c if i < 40 else c for i, c in enumerate(cue)]
+    test = pairs(lengths, flipped)
+    iid = ablation.length_shortcut(train, test)
+    test.document_ids = torch.arange(200) // 40
+    clustered = ablation.length_shortcut(train, test)
+    assert iid["accuracy"] == clustered["accuracy"] == 0.8
+    assert iid["ci95"][0] > 0.73 and clustered["ci95"][0] < 0.65
+    assert ablation.end_shortcut(train, test, TOKENIZER)["ci95"][0] < 0.65
+
+
 def test_segment_ends_read_where_each_segment_is_cut():
     encode = TOKENIZER.encode
     segments = [(encode("it works."), encode("call it now")),
