@@ -282,19 +282,31 @@ def cross_evaluate(model: AlbertForPretraining, data: dict[str, PretrainingDatas
     result = {"mlm": evaluate_pretraining(model, data["mlm"])}
     for task in SENTENCE_TASKS:
         test = data[task]
-        every = list(range(len(test)))
         train_at = evaluation_sample(probe_train[task], probe_examples, seed)
         train_x, _ = read_pairs(model, probe_train[task], train_at)
-        test_x, predicted = read_pairs(model, test, every)
+        test_x, predicted = read_pairs(model, test, list(range(len(test))))
         probe = fit_logistic(train_x, probe_train[task].sentence_labels[train_at].long())(test_x)
-        truth, docs = test.sentence_labels.long(), test.document_ids
-        at = matched[task]               # may be empty in a small sample (a dry run): then None
-        result[task] = {}
-        for reading, guess, subset in (("head", predicted, every), ("head_matched", predicted, at),
-                                       ("probe", probe, every), ("probe_matched", probe, at)):
-            result[task][reading] = None if guess is None or not subset else sentence_metrics(
-                guess[subset], truth[subset], task, clusters=None if docs is None else docs[subset])
+        result[task] = {**_readings("head", predicted, test, matched[task]),
+                        **_readings("probe", probe, test, matched[task])}
     return result
+
+
+def head_readings(model: AlbertForPretraining, test: PretrainingDataset, matched: list[int]) -> dict:
+    """The model's own sentence head on every pair of `test` and on the matched ones: {"head",
+    "head_matched"}, as cross_evaluate reads them (without its probe and masked-LM readings)."""
+    _, predicted = read_pairs(model, test, list(range(len(test))))
+    return _readings("head", predicted, test, matched)
+
+
+def _readings(name: str, guess: torch.Tensor | None, test: PretrainingDataset, matched: list[int]) -> dict:
+    """sentence_metrics of guesses for every pair of `test` (name) and for the matched ones
+    (name_matched); None where there is no guess (no head) or no pair (no match in a small sample)."""
+    truth, docs = test.sentence_labels.long(), test.document_ids
+    readings = {}
+    for reading, subset in ((name, list(range(len(test)))), (f"{name}_matched", matched)):
+        readings[reading] = None if guess is None or not subset else sentence_metrics(
+            guess[subset], truth[subset], test.objective, clusters=None if docs is None else docs[subset])
+    return readings
 
 
 def crossing_step(curve: Sequence[dict], task: str, level: float | str = 0.6) -> int | None:

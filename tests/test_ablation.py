@@ -6,9 +6,9 @@ import random
 import pytest
 import torch
 
-from minialbert import ablation
+from minialbert import ablation, zoo
 from minialbert.__main__ import main
-from minialbert.course import SHIPPED_DIR
+from minialbert.course import SHIPPED_DIR, course_tokenizer
 from minialbert.masking import MaskingVocab
 from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import PretrainingDataset, examples_from_token_documents
@@ -216,3 +216,8 @@ def test_ablation_cli_runs_the_whole_experiment_at_ci_scale(tmp_path, monkeypatc
         (t, a) for t in ablation.DOWNSTREAM_TASKS for a in ("nsp", "sop", "sop-balanced")}
     assert set(result["summary"]) == {"nsp", "sop", "sop-balanced", "random init"}
     assert result["summary"]["sop"]["next-sentence"]["seeds"] == 1
+    # head_readings (what lesson 08 re-measures) gives the file's own-head readings again
+    sop = ablation.heldout("sop", ci)
+    matched = ablation.length_matched(sop, tokenizer=course_tokenizer(ci))
+    again = ablation.head_readings(zoo.load("albert-sop", ci, progress=False), sop, matched)
+    assert again == {reading: result["runs"][2]["sop"][reading] for reading in ("head", "head_matched")}
