@@ -22,8 +22,8 @@ Writes assets/benchmarks/lesson_times.json (course scale, all lessons only). `--
 rewrites the Time line of each lesson's opening box from that JSON; tests/test_notebook_files.py
 checks that boxes and JSON agree. `--keep-outputs` copies each executed lesson, cleaned, over the
 committed one (so one run both times the lessons and refreshes their outputs; it refuses when
-notebooks/ has uncommitted changes). Measure only when nothing else runs on the machine; a re-timing
-beside another job says so (`--beside "a one-thread training run"`), and its time is an upper bound.
+notebooks/ has uncommitted changes). Measure only when nothing else runs on the machine: a lesson's two
+torch threads beside one more busy thread can run several times slower.
 """
 
 from __future__ import annotations
@@ -110,13 +110,9 @@ def main() -> None:
     parser.add_argument("--keep-outputs", action="store_true")
     parser.add_argument("--update", action="store_true",
                         help="with --lessons: start from the built corpus and replace those lessons' times")
-    parser.add_argument("--beside", help="with --update: what else ran on the machine meanwhile (recorded; "
-                                         "a time measured beside another job is an upper bound)")
     args = parser.parse_args()
     if args.update and not (args.lessons and args.scale == "course"):
         sys.exit("--update re-times the lessons named with --lessons, at course scale")
-    if args.beside and not args.update:
-        sys.exit("--beside describes a re-timing: use it with --update")
     record = json.loads(OUT.read_text()) if args.update else None    # the record --update amends
     if record and record["cores"] != os.cpu_count():
         sys.exit(f"{OUT.name} was measured on another number of cores: re-time every lesson instead")
@@ -129,8 +125,7 @@ def main() -> None:
         record["seconds"].update(times)
         record.setdefault("retimed", {}).update({stem: {
             "commit": commit, "date": time.strftime("%Y-%m-%d"),
-            "cache": "the course corpus already built (lesson 01's one-time cost)",
-            "machine": f"beside {args.beside}" if args.beside else "otherwise idle"} for stem in times})
+            "cache": "the course corpus already built (lesson 01's one-time cost)"} for stem in times})
     elif args.lessons or args.scale != "course":
         return                                    # a partial or non-course run is a look, not the record
     else:

@@ -163,9 +163,9 @@ def _shortcut(train_cells: torch.Tensor, train: PretrainingDataset, test_cells: 
     predicted = torch.where(keys[at] == test_cells, cell_label[at], majority)
     truth, documents = test.sentence_labels.long(), test.document_ids
     if indices is not None:
-        at = list(indices)
-        predicted, truth = predicted[at], truth[at]
-        documents = None if documents is None else documents[at]
+        chosen = list(indices)
+        predicted, truth = predicted[chosen], truth[chosen]
+        documents = None if documents is None else documents[chosen]
     return sentence_metrics(predicted, truth, f"{test.objective} from {name}", clusters=documents)
 
 
