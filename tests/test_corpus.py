@@ -383,6 +383,15 @@ def test_course_archive_is_fetched_with_pip_cached_and_checked(course_index):
     assert sources.course_archive(alpha).read_bytes() == (course_index.index / alpha.filename).read_bytes()
 
 
+def test_course_archives_fetches_ahead_and_yields_in_order(course_index):
+    paths = list(sources.course_archives(course_index.sources))
+    assert [p.name for p in paths] == [s.filename for s in course_index.sources]
+    assert len(course_index.log.read_text().splitlines()) == 3                  # one pip run each
+    missing = replace(course_index.sources[0], version="9.9", filename="alpha-9.9.tar.gz")
+    with pytest.raises(DownloadError, match="alpha==9.9"):
+        list(sources.course_archives([missing, *course_index.sources]))
+
+
 def test_wheels_are_fetched_as_binaries(course_index):
     sources.course_archive(course_index.sources[1])
     assert "--only-binary :all:" in course_index.log.read_text()
