@@ -31,7 +31,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .config import IGNORE_INDEX
-from .pretraining_data import collate, unmasked_ids
+from .pretraining_data import collate
 from .tokenizer import MASK_ID
 
 KINDS = ("mask", "random", "kept")            # what the input shows at a predicted position
@@ -106,17 +106,23 @@ class MLMBaselines:
 
     @classmethod
     def fit(cls, train_data, vocab_size: int | None = None) -> MLMBaselines:
-        """Count tokens and (left, token, right) triples over the unmasked training sequences."""
-        seqs = [unmasked_ids(train_data[i]).numpy() for i in range(len(train_data))]
-        V = vocab_size or int(max(s.max() for s in seqs)) + 1
-        targets = np.concatenate([train_data[i]["mlm_labels"].numpy() for i in range(len(train_data))])
-        counts = np.bincount(targets[targets != IGNORE_INDEX], minlength=V).astype(np.float64)
-        left = np.concatenate([s[:-2] for s in seqs]).astype(np.int64)
-        mid = np.concatenate([s[1:-1] for s in seqs]).astype(np.int64)
-        right = np.concatenate([s[2:] for s in seqs]).astype(np.int64)
-        pairs, pair_best = _most_frequent(left * V + right, mid)
-        lefts, left_tok = _most_frequent(left, mid)
-        rights, right_tok = _most_frequent(right, mid)
+        """Count tokens and (left, token, right) triples over the unmasked training sequences.
+
+        Works on the dataset's flat tensors (every example end to end, PretrainingDataset.offsets
+        marking where each starts), so a million examples take seconds, not a Python loop over them.
+        """
+        labels = train_data.mlm_labels.numpy().astype(np.int64)
+        ids = np.where(labels != IGNORE_INDEX, labels, train_data.input_ids.numpy())   # before masking
+        V = vocab_size or int(ids.max()) + 1
+        counts = np.bincount(labels[labels != IGNORE_INDEX], minlength=V).astype(np.float64)
+        starts = train_data.offsets.numpy()
+        inner = np.ones(len(ids), dtype=bool)            # a token with both neighbours in its example
+        inner[starts[:-1]] = inner[starts[1:] - 1] = False
+        mid_at = np.flatnonzero(inner)
+        left, mid, right = ids[mid_at - 1], ids[mid_at], ids[mid_at + 1]
+        pairs, pair_best = _most_frequent(left * V + right, mid, V)
+        lefts, left_tok = _most_frequent(left, mid, V)
+        rights, right_tok = _most_frequent(right, mid, V)
         left_best, right_best = np.full(V, -1), np.full(V, -1)
         left_best[lefts], right_best[rights] = left_tok, right_tok
         return cls(counts, pairs, pair_best, left_best, right_best)
@@ -147,13 +153,14 @@ class MLMBaselines:
                 "neighbour": torch.from_numpy(guess)}
 
 
-def _most_frequent(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each distinct key (sorted), the value seen with it most often (ties: the smallest value)."""
-    combined, counts = np.unique(np.stack([keys, values]), axis=1, return_counts=True)
-    order = np.lexsort((combined[1], -counts, combined[0]))                   # key, then count desc
-    combined = combined[:, order]
-    first = np.r_[True, combined[0, 1:] != combined[0, :-1]]
-    return combined[0, first], combined[1, first]
+def _most_frequent(keys: np.ndarray, values: np.ndarray, V: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each distinct key (sorted), the value in 0..V-1 seen with it most often (ties: the smallest)."""
+    combined, counts = np.unique(keys * V + values, return_counts=True)      # sorted by key, then value
+    key, value = combined // V, combined % V
+    order = np.lexsort((value, -counts, key))                                # key, then count desc
+    key, value = key[order], value[order]
+    first = np.r_[True, key[1:] != key[:-1]]
+    return key[first], value[first]
 
 
 def evaluation_sample(dataset, max_examples: int | None = None, seed: int = 0) -> list[int]:

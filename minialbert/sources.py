@@ -198,8 +198,10 @@ _COURSE_SKIP_PAGES = {"changes", "changelog", "history", "news", "release-notes"
 
 
 def progress(message: str) -> None:
-    """One progress line on stderr (the corpus modules depend on nothing outside the stdlib)."""
-    print(f"[course corpus] {message}", file=sys.stderr, flush=True)
+    """One progress line on stderr (the corpus modules depend on nothing outside the stdlib), written
+    in one call so that lines from the fetching threads never run together."""
+    sys.stderr.write(f"[course corpus] {message}\n")
+    sys.stderr.flush()
 
 
 # -- obtaining the archives ------------------------------------------------------------------

@@ -108,6 +108,30 @@ def test_baselines_see_what_the_model_sees():
     assert base.predict(shown, labels)["copy_or_unigram"].tolist() == [33]
 
 
+def test_baselines_fit_counts_what_the_per_example_definition_counts():
+    # Sequences of 3-9 tokens over a small vocabulary, so keys repeat and counts tie: the fit on the flat
+    # tensors must give the most frequent (ties: smallest) middle token of every (left, right) pair, every
+    # left and every right neighbour, counted example by example on the unmasked tokens.
+    g = torch.Generator().manual_seed(3)
+    data = make_dataset([(5 + torch.randint(8, (int(n),), generator=g)).tolist()
+                         for n in torch.randint(3, 8, (300,), generator=g)])
+    base = MLMBaselines.fit(data, vocab_size=V)
+    triples = {}
+    for i in range(len(data)):
+        ex = data[i]
+        seq = torch.where(ex["mlm_labels"] != IGNORE_INDEX, ex["mlm_labels"], ex["input_ids"]).tolist()
+        for left, mid, right in zip(seq, seq[1:], seq[2:]):
+            for key in (("pair", left * V + right), ("left", left), ("right", right)):
+                triples.setdefault(key, []).append(mid)
+
+    def best(kind):
+        return {k: min(set(m), key=lambda t: (-m.count(t), t)) for (what, k), m in triples.items() if what == kind}
+
+    assert dict(zip(base.pairs.tolist(), base.pair_best.tolist())) == best("pair")
+    assert {k: t for k, t in enumerate(base.left_best.tolist()) if t >= 0} == best("left")
+    assert {k: t for k, t in enumerate(base.right_best.tolist()) if t >= 0} == best("right")
+
+
 def test_baselines_in_a_full_evaluation():
     data = make_dataset([[10 + i % 20, 11, 12, 13, 14] for i in range(30)])
     base = MLMBaselines.fit(data, vocab_size=V)
