@@ -125,7 +125,8 @@ def test_baselines_fit_counts_what_the_per_example_definition_counts():
                 triples.setdefault(key, []).append(mid)
 
     def best(kind):
-        return {k: min(set(m), key=lambda t: (-m.count(t), t)) for (what, k), m in triples.items() if what == kind}
+        return {k: min(set(m), key=lambda t: (-m.count(t), t))
+                for (what, k), m in triples.items() if what == kind}
 
     assert dict(zip(base.pairs.tolist(), base.pair_best.tolist())) == best("pair")
     assert {k: t for k, t in enumerate(base.left_best.tolist()) if t >= 0} == best("left")
