@@ -141,6 +141,20 @@ def test_training_is_deterministic_and_saves(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["a.model"]                    # no temp files left
 
 
+def test_models_trained_side_by_side_in_threads_are_the_bytes_of_one_by_one():
+    # vocab_sweep (lesson 01, make figures) trains its sizes in threads: SentencePiece releases
+    # Python's lock while it trains, and the models must not notice each other.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def model_bytes(vocab_size):
+        return Tokenizer.train(SENTENCES, vocab_size=vocab_size).model_proto
+
+    sizes = [90, 100, 110, 120]
+    alone = [model_bytes(v) for v in sizes]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(model_bytes, sizes)) == alone
+
+
 def test_vocab_too_large_for_corpus_is_a_clear_error():
     with pytest.raises(ValueError, match="smaller vocab_size"):
         Tokenizer.train(SENTENCES[:3], vocab_size=5000)
