@@ -14,8 +14,9 @@ for a reader. The shipped zoo is part of the clone, so lessons that read it do n
 
 A partial run cannot pay the one-time costs where a reader pays them (lesson 01 builds the corpus), so
 `--update` first copies this machine's built course corpus (`corpora/` of the cache) into the empty
-cache, times the lessons named, and replaces their entries in the JSON, which records for each the
-commit, the date and that the corpus was already built. Anything else a lesson finds missing (the
+cache, unless lesson 01 is among those named (it then builds the corpus, as a reader's first lesson
+does), times the lessons named, and replaces their entries in the JSON, which records for each the
+commit, the date and what the cache held. Anything else a lesson finds missing (the
 pretraining examples earlier lessons would have cached) it builds itself, inside its time.
 
 Writes assets/benchmarks/lesson_times.json (course scale, all lessons only). `--write-boxes` then
@@ -119,13 +120,15 @@ def main() -> None:
     if args.keep_outputs and subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "notebooks"],
                                             capture_output=True, text=True, check=True).stdout.strip():
         sys.exit("notebooks/ has uncommitted changes: commit them first (--keep-outputs overwrites lessons)")
-    times, commit = run_lessons(args.lessons, args.scale, args.timeout, args.keep_outputs, args.update)
+    corpus_built = args.update and "01" not in args.lessons
+    times, commit = run_lessons(args.lessons, args.scale, args.timeout, args.keep_outputs, corpus_built)
     print(f"total: {sum(times.values()) / 60:.1f} min over {len(times)} lessons")
     if record:
         record["seconds"].update(times)
         record.setdefault("retimed", {}).update({stem: {
             "commit": commit, "date": time.strftime("%Y-%m-%d"),
-            "cache": "the course corpus already built (lesson 01's one-time cost)"} for stem in times})
+            "cache": "the course corpus already built (lesson 01's one-time cost)" if corpus_built
+            else "empty"} for stem in times})
     elif args.lessons or args.scale != "course":
         return                                    # a partial or non-course run is a look, not the record
     else:
