@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import minialbert as ma
-from minialbert.kernels import INTERPRET, fused_attention, reference_attention
+from minialbert.kernels import INTERPRET, VERSIONS, fused_attention, reference_attention
 
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
@@ -35,11 +35,11 @@ def make_inputs(B, h, N, d, dtype, seed=0):
     return q, k, v, do
 
 
-def run_both(q, k, v, do, lengths, blocks, sm_scale=None):
+def run_both(q, k, v, do, lengths, blocks, sm_scale=None, version=1):
     """Kernel output and grads (in the input dtype) and the float64 reference's, as two tuples."""
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     out = fused_attention(*leaves, key_lengths=lengths, sm_scale=sm_scale,
-                          block_m=blocks[0], block_n=blocks[1])
+                          block_m=blocks[0], block_n=blocks[1], version=version)
     out.backward(do)
     ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
     ref = reference_attention(*ref_leaves, key_lengths=lengths, sm_scale=sm_scale)
@@ -47,8 +47,8 @@ def run_both(q, k, v, do, lengths, blocks, sm_scale=None):
     return (out, *(t.grad for t in leaves)), (ref, *(t.grad for t in ref_leaves))
 
 
-def check_against_reference(q, k, v, do, lengths, blocks, sm_scale=None):
-    ours, ref = run_both(q, k, v, do, lengths, blocks, sm_scale)
+def check_against_reference(q, k, v, do, lengths, blocks, sm_scale=None, version=1):
+    ours, ref = run_both(q, k, v, do, lengths, blocks, sm_scale, version)
     B, _, N, _ = q.shape
     full = torch.full((B,), N, device=DEVICE)
     real = torch.arange(N, device=DEVICE) < (full if lengths is None else lengths)[:, None]     # (B, N)
@@ -71,42 +71,47 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("case", CASES)
-def test_matches_float64_reference(case):
+def test_matches_float64_reference(case, version):
     lengths, N, d, dtype, blocks = CASES[case]
     B = 2 if lengths is None else len(lengths)
     q, k, v, do = make_inputs(B, 2, N, d, dtype)
     if lengths is not None:
         lengths = torch.tensor(lengths, dtype=torch.int32, device=DEVICE)
-    check_against_reference(q, k, v, do, lengths, blocks)
+    check_against_reference(q, k, v, do, lengths, blocks, version=version)
 
 
-def test_custom_scale_zero_length_and_default_tiles():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_custom_scale_zero_length_and_default_tiles(version):
     q, k, v, do = make_inputs(3, 2, 40, 32, torch.float32, seed=1)
     lengths = torch.tensor([0, 40, 17], device=DEVICE)        # int64 is accepted; 0 = an empty sequence
-    check_against_reference(q, k, v, do, lengths, (None, None), sm_scale=0.3)   # float32: fixed tiles
+    check_against_reference(q, k, v, do, lengths, (None, None), sm_scale=0.3,   # float32: fixed tiles
+                            version=version)
 
 
 @pytest.mark.filterwarnings("ignore:.*(invalid value|All-NaN):RuntimeWarning")    # numpy sees the NaN
-def test_padding_content_never_reaches_real_outputs():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_padding_content_never_reaches_real_outputs(version):
     q, k, v, do = make_inputs(2, 2, 50, 32, torch.float32, seed=2)
     lengths = torch.tensor([20, 45], device=DEVICE)
-    clean = run_both(q, k, v, do, lengths, (16, 32))[0]
+    clean = run_both(q, k, v, do, lengths, (16, 32), version=version)[0]
     pad = (torch.arange(50, device=DEVICE) >= lengths[:, None])[:, None, :, None]   # (B, 1, N, 1)
     poisoned = [t.masked_fill(pad, float("nan")) for t in (q, k, v, do)]
-    dirty = run_both(*poisoned, lengths, (16, 32))[0]
+    dirty = run_both(*poisoned, lengths, (16, 32), version=version)[0]
     for a, b in zip(clean, dirty):
         assert torch.isfinite(b).all()
         torch.testing.assert_close(a, b, atol=0, rtol=0)
 
 
-def test_accepts_permuted_views_like_the_model():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_accepts_permuted_views_like_the_model(version):
     B, N, h, d = 2, 33, 2, 32
     qkv = torch.randn(B, N, 3, h, d, device=DEVICE).permute(2, 0, 3, 1, 4)    # 3 x (B, h, N, d) views
     q, k, v = qkv
     assert not q.is_contiguous()
     lengths = torch.tensor([33, 9], dtype=torch.int32, device=DEVICE)
-    torch.testing.assert_close(fused_attention(q, k, v, lengths, block_m=16, block_n=16),
+    torch.testing.assert_close(fused_attention(q, k, v, lengths, block_m=16, block_n=16, version=version),
                                reference_attention(q, k, v, lengths), **TOLERANCE[torch.float32])
 
 
@@ -122,8 +127,11 @@ def _bad_calls():
         "lengths shape": ((x, x, x), dict(key_lengths=torch.tensor([3], device=DEVICE)), r"shape \(2,\)"),
         "lengths float": ((x, x, x), dict(key_lengths=torch.tensor([3.0, 4.0], device=DEVICE)), "integers"),
         "lengths list": ((x, x, x), dict(key_lengths=[3, 4]), "tensor of shape"),
-        "length > N": ((x, x, x), dict(key_lengths=torch.tensor([3, 9], device=DEVICE)), r"\[0, N=8\]"),
-        "length < 0": ((x, x, x), dict(key_lengths=torch.tensor([-1, 2], device=DEVICE)), r"\[0, N=8\]"),
+        "length > N": ((x, x, x), dict(key_lengths=torch.tensor([3, 9], device=DEVICE), check_lengths=True),
+                       r"\[0, N=8\]"),
+        "length < 0": ((x, x, x), dict(key_lengths=torch.tensor([-1, 2], device=DEVICE), check_lengths=True),
+                       r"\[0, N=8\]"),
+        "version 3": ((x, x, x), dict(version=3), r"version must be one of \(1, 2\)"),
         "block 24": ((x, x, x), dict(block_m=24, block_n=16), "powers of two"),
         "one block": ((x, x, x), dict(block_m=16), "both block_m and block_n"),
         "sm_scale": ((x, x, x), dict(sm_scale=-1.0), "sm_scale"),
@@ -139,11 +147,22 @@ def _bad_calls():
 BAD_CALLS = _bad_calls()
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("name", BAD_CALLS)
-def test_bad_input_raises_clear_error(name):
+def test_bad_input_raises_clear_error(name, version):
     args, kwargs, message = BAD_CALLS[name]
     with pytest.raises(ValueError, match=message):
-        fused_attention(*args, **kwargs)
+        fused_attention(*args, **{"version": version, **kwargs})
+
+
+def test_version_1_checks_lengths_by_default_and_version_2_clamps_them_on_the_gpu():
+    q, k, v, do = make_inputs(2, 2, 24, 32, torch.float32, seed=5)
+    too_long = torch.tensor([30, -2], device=DEVICE)           # read as [24, 0]: nothing read back
+    with pytest.raises(ValueError, match=r"\[0, N=24\]"):
+        fused_attention(q, k, v, too_long, block_m=16, block_n=16)
+    clamped = fused_attention(q, k, v, too_long, block_m=16, block_n=16, version=2)
+    torch.testing.assert_close(clamped, reference_attention(q, k, v, torch.tensor([24, 0], device=DEVICE)),
+                               **TOLERANCE[torch.float32])
 
 
 def tiny_config(backend):
@@ -152,9 +171,10 @@ def tiny_config(backend):
                            attention_backend=backend)
 
 
-def test_model_with_triton_backend_equals_sdpa():
+@pytest.mark.parametrize("backend", ["triton", "triton-v2"])
+def test_model_with_triton_backend_equals_sdpa(backend):
     torch.manual_seed(0)
-    triton_model = ma.AlbertForPretraining(tiny_config("triton")).to(DEVICE)
+    triton_model = ma.AlbertForPretraining(tiny_config(backend)).to(DEVICE)
     sdpa_model = ma.AlbertForPretraining(tiny_config("sdpa")).to(DEVICE)
     sdpa_model.load_state_dict(triton_model.state_dict())
     B, N = 3, 40
@@ -175,6 +195,27 @@ def test_model_with_triton_backend_equals_sdpa():
     for name, p in triton_model.named_parameters():
         torch.testing.assert_close(p.grad, sdpa_params[name].grad, atol=2e-5, rtol=1e-4,
                                    msg=lambda m, n=name: f"grad of {n}: {m}")
+
+
+def test_version_2_reuses_its_dq_buffer_and_repeats_exactly():
+    """dQ's float32 buffer is kept per shape and must be zeros again after every backward."""
+    from minialbert.kernels import flash_attention_v2
+
+    q, k, v, do = make_inputs(2, 2, 48, 32, torch.float16, seed=6)
+    lengths = torch.tensor([48, 20], dtype=torch.int32, device=DEVICE)
+    first, second = (run_both(q, k, v, do, lengths, (16, 16), version=2)[0] for _ in range(2))
+    for a, b in zip(first, second):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    buffers = [t for key, t in flash_attention_v2._DQ_ACCUMULATORS.items() if key[0] == tuple(q.shape)]
+    assert len(buffers) == 1 and buffers[0].dtype == torch.float32 and not buffers[0].any()
+
+
+def test_version_2_outputs_in_the_layout_the_model_reads_back():
+    """o (and the gradients) are stored (B, N, h, d): the model's (B, N, h * d) view of o is free."""
+    q, k, v, do = make_inputs(2, 2, 24, 32, torch.float32, seed=7)
+    out = fused_attention(q, k, v, block_m=16, block_n=16, version=2)
+    assert out.transpose(1, 2).is_contiguous()
+    torch.testing.assert_close(out, reference_attention(q, k, v), **TOLERANCE[torch.float32])
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
@@ -229,22 +270,25 @@ def test_kernels_compile_for_hopper_without_a_gpu():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (compiled Triton)")
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_albert_shapes(dtype, d):
+def test_gpu_albert_shapes(dtype, d, version):
     g = torch.Generator().manual_seed(3)
     lengths = torch.randint(128, 1001, (4,), generator=g).to(DEVICE)
     lengths[0] = 1000
     q, k, v, do = make_inputs(4, 12, 1000, d, dtype, seed=3)
-    check_against_reference(q, k, v, do, lengths, (64, 64))
+    check_against_reference(q, k, v, do, lengths, (64, 64), version=version)
 
 
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (compiled Triton)")
-def test_gpu_autotuned_tiles():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_gpu_autotuned_tiles(version):
     q, k, v, do = make_inputs(2, 16, 512, 64, torch.bfloat16, seed=4)
-    check_against_reference(q, k, v, do, torch.tensor([512, 300], device=DEVICE), (None, None))
+    check_against_reference(q, k, v, do, torch.tensor([512, 300], device=DEVICE), (None, None),
+                            version=version)
 
 
 def load_benchmark():

@@ -26,6 +26,8 @@ import triton.language as tl
 from torch.autograd.function import once_differentiable
 from triton import knobs
 
+from .flash_attention_v2 import attention_v2
+
 INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
 FIXED_BLOCK = 32                        # tiles where nothing is autotuned: interpreter, and float32
 # Fixed tiles launch on a GPU with 8 warps and 2 stages, not Triton's default 4 and 3: with 3 stages the
@@ -36,6 +38,8 @@ FIXED_WARPS, FIXED_STAGES = 8, 2
 HEAD_DIMS = (16, 32, 64, 128)
 MAX_PROGRAMS = 65535                    # CUDA's limit on the grid's second axis (batch x heads)
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
+VERSIONS = (1, 2)                       # 2: flash_attention_v2 (fewer launches, a 5-product backward)
+DEFAULT_VERSION = 1                     # changes only when a GPU measurement shows version 2 ahead
 
 
 @triton.jit
@@ -331,14 +335,19 @@ class FusedAttention(torch.autograd.Function):
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     key_lengths: torch.Tensor | None = None, sm_scale: float | None = None, *,
                     block_m: int | None = None, block_n: int | None = None,
-                    check_lengths: bool = True) -> torch.Tensor:
+                    check_lengths: bool | None = None, version: int = DEFAULT_VERSION) -> torch.Tensor:
     """softmax(q k^T * sm_scale) v on (B, h, N, d) tensors, ignoring keys at positions >= key_lengths[b].
 
     key_lengths: (B,) integers in [0, N] (None = no padding); rows past the length come out as zeros.
     sm_scale defaults to 1/sqrt(d). block_m/block_n fix the query/key tile sizes (powers of two >= 16);
     by default they are autotuned on a GPU for float16/bfloat16, else 32. check_lengths reads the
     lengths back to validate them (a host sync on GPU); pass False when they are known to be valid.
+    version 1 is the first kernel (four launches per forward+backward, a 7-product backward); version 2
+    (flash_attention_v2) reads nothing back by default (check_lengths=None: v1 checks, v2 clamps the
+    lengths to [0, N] on the GPU), launches three kernels per forward+backward and does 5 products.
     """
+    if version not in VERSIONS:
+        raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.dim() != 4:
             got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
@@ -368,6 +377,10 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         if q.device.type != "cuda":
             raise ValueError(f"fused_attention runs on CUDA tensors; q is on {q.device}: "
                              "move q, k, v to 'cuda'")
+        if q.dtype == torch.bfloat16 and torch.cuda.get_device_capability(q.device) < (8, 0):
+            major, minor = torch.cuda.get_device_capability(q.device)
+            raise ValueError(f"bfloat16 needs compute capability 8.0 or newer (Ampere); this GPU has "
+                             f"{major}.{minor}: use float16")
     elif q.dtype == torch.bfloat16:
         raise ValueError("bfloat16 needs a CUDA GPU: Triton's interpreter computes bfloat16 dot products "
                          "wrongly; use float16 or float32 on CPU")
@@ -382,7 +395,10 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         sm_scale = 1.0 / math.sqrt(d)
     if not (isinstance(sm_scale, (int, float)) and math.isfinite(sm_scale) and sm_scale > 0):
         raise ValueError(f"sm_scale must be a positive finite number, got {sm_scale!r}")
-    lengths = _check_lengths(key_lengths, B, N, q.device, check_lengths)
+    if version == 2:
+        lengths = _lengths_v2(key_lengths, B, N, q.device, bool(check_lengths))
+        return attention_v2(q, k, v, lengths, float(sm_scale), blocks)
+    lengths = _check_lengths(key_lengths, B, N, q.device, check_lengths is not False)
     q, k, v = (t.contiguous() for t in (q, k, v))       # the model passes permuted views
     return FusedAttention.apply(q, k, v, lengths, float(sm_scale), blocks)
 
@@ -392,6 +408,12 @@ def _check_lengths(key_lengths: torch.Tensor | None, B: int, N: int, device: tor
     """(B,) int32 lengths on `device`; all N when there is no padding."""
     if key_lengths is None:
         return torch.full((B,), N, dtype=torch.int32, device=device)
+    _validate_lengths(key_lengths, B, N, device, check_range)
+    return key_lengths.to(torch.int32).contiguous()
+
+
+def _validate_lengths(key_lengths, B: int, N: int, device: torch.device, check_range: bool) -> None:
+    """A (B,) integer tensor on `device`; with check_range, in [0, N] (a host read on GPU)."""
     if not isinstance(key_lengths, torch.Tensor):
         raise ValueError(f"key_lengths must be a tensor of shape ({B},), got {type(key_lengths).__name__}")
     if key_lengths.shape != (B,):
@@ -403,7 +425,22 @@ def _check_lengths(key_lengths: torch.Tensor | None, B: int, N: int, device: tor
         raise ValueError(f"key_lengths is on {key_lengths.device} but q is on {device}; move it there")
     if check_range and bool(((key_lengths < 0) | (key_lengths > N)).any()):
         raise ValueError(f"key_lengths must lie in [0, N={N}], got {key_lengths.tolist()}")
-    return key_lengths.to(torch.int32).contiguous()
+
+
+_FULL_LENGTHS: dict[tuple, torch.Tensor] = {}      # (B, N, device) -> all-N lengths, made once for version 2
+
+
+def _lengths_v2(key_lengths: torch.Tensor | None, B: int, N: int, device: torch.device,
+                check_range: bool) -> torch.Tensor:
+    """Version 2's lengths: validated as version 1's, but passed on in their own integer dtype (the kernels
+    read int32 or int64: no conversion launch), and for no padding one cached (B,) tensor of N."""
+    if key_lengths is None:
+        key = (B, N, device)
+        if key not in _FULL_LENGTHS:
+            _FULL_LENGTHS[key] = torch.full((B,), N, dtype=torch.int32, device=device)
+        return _FULL_LENGTHS[key]
+    _validate_lengths(key_lengths, B, N, device, check_range)
+    return key_lengths.contiguous()
 
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
