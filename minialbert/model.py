@@ -7,6 +7,7 @@ With sharing="none", embedding_size == hidden_size and embedding_projection=Fals
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -83,6 +84,11 @@ class SelfAttention(nn.Module):
         self.dense = nn.Linear(H, H)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.LayerNorm = nn.LayerNorm(H, eps=cfg.layer_norm_eps)
+        # The backend is chosen here, once: a missing Triton fails when the model is built.
+        self.kernel_options = {}
+        if self.backend.startswith("triton"):
+            self.fused_attention = triton_attention(self.backend)
+            self.kernel_options = {"version": 2} if self.backend == "triton-v2" else {}
 
     def forward(self, x, attend, key_lengths=None):    # x: (B, N, H), attend: (B, 1, 1, N) bool
         q, k, v = (split_heads(t, self.num_heads) for t in self.qkv(x).chunk(3, dim=-1))  # 3 x (B, h, N, d)
@@ -91,14 +97,20 @@ class SelfAttention(nn.Module):
             context = math_attention(q, k, v, attend, p)
         elif self.backend == "sdpa":
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=p)
-        else:
-            from .kernels import fused_attention  # imports triton only when asked for
-            if p > 0:
-                raise ValueError("attention_backend='triton' has no attention dropout; "
-                                 "set attention_dropout_prob=0")
-            context = fused_attention(q, k, v, key_lengths=key_lengths)
+        else:   # lengths were computed (and checked) once per batch by the encoder: no host read here
+            context = self.fused_attention(q, k, v, key_lengths=key_lengths, check_lengths=False,
+                                           **self.kernel_options)
         context = merge_heads(context)                                      # (B, N, H)
         return self.LayerNorm(x + self.dropout(self.dense(context)))        # post-LN residual
+
+
+def triton_attention(backend: str):
+    """minialbert.kernels.fused_attention, imported when a model with a Triton backend is built."""
+    from .kernels import fused_attention  # imports triton only when asked for
+    if backend == "triton-v2" and "version" not in inspect.signature(fused_attention).parameters:
+        raise ValueError("attention_backend='triton-v2' needs a fused_attention that takes version=2; "
+                         "this minialbert.kernels has only the first kernel: use attention_backend='triton'")
+    return fused_attention
 
 
 class FeedForward(nn.Module):
@@ -180,13 +192,18 @@ class AlbertModel(nn.Module):
         self.encoder = Encoder(cfg)
         self.pooler = nn.Linear(cfg.hidden_size, cfg.hidden_size)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_hidden_states=False):
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_hidden_states=False,
+                check: bool = True):
         """input_ids, token_type_ids: (B, N) integer ids; attention_mask: (B, N) of 0 (padding) / 1.
 
+        check=True validates the inputs first (ids in range, a 0/1 mask, right padding for Triton): one
+        clear ValueError for bad input, at the price of reading values back from the GPU. The trainer
+        passes check=False: its data were checked once, when they were loaded.
         A row whose mask is all zeros has no real token; it is treated as unpadded, so every backend
         gives the same finite (meaningless) output for it instead of NaN on some and not on others.
         """
-        check_inputs(self.config, input_ids, token_type_ids, attention_mask)
+        if check:
+            check_inputs(self.config, input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         if attention_mask is None:
@@ -194,9 +211,9 @@ class AlbertModel(nn.Module):
         empty = ~attention_mask.bool().any(dim=1, keepdim=True)            # (B, 1): rows with no real token
         attention_mask = attention_mask.bool() | empty
         key_lengths = None
-        if self.config.attention_backend == "triton":
-            key_lengths = right_padded_lengths(attention_mask)
-        attend = attention_mask.bool()[:, None, None, :]                    # (B, 1, 1, N)
+        if self.config.attention_backend.startswith("triton"):             # once per batch, for every layer
+            key_lengths = right_padded_lengths(attention_mask, check)
+        attend = attention_mask[:, None, None, :]                           # (B, 1, 1, N)
         x = self.embeddings(input_ids, token_type_ids)                      # (B, N, H)
         x, hidden_states = self.encoder(x, attend, key_lengths, output_hidden_states)
         pooled = torch.tanh(self.pooler(x[:, 0]))                           # (B, H)
@@ -240,13 +257,15 @@ def check_inputs(cfg: AlbertConfig, input_ids, token_type_ids=None, attention_ma
                              f"{attention_mask.min().item()}; an additive mask (0 / -10000) is not accepted")
 
 
-def right_padded_lengths(attention_mask):
-    """(B, N) 0/1 mask of the form 1..1 0..0 -> (B,) int32 lengths (what the fused kernel takes)."""
+def right_padded_lengths(attention_mask, check: bool = True):
+    """(B, N) bool mask of the form 1..1 0..0 -> (B,) int32 lengths (what the fused kernel takes).
+    check=True verifies the form (a host read); the trainer's batches are right-padded by collate."""
     lengths = attention_mask.sum(dim=1)
-    prefix = torch.arange(attention_mask.shape[1], device=attention_mask.device)[None] < lengths[:, None]
-    if not torch.equal(prefix, attention_mask.bool()):
-        raise ValueError("attention_backend='triton' needs right-padded batches (mask 1...1 0...0); "
-                         "use attention_backend='sdpa' for other masks")
+    if check:
+        prefix = torch.arange(attention_mask.shape[1], device=attention_mask.device)[None] < lengths[:, None]
+        if not torch.equal(prefix, attention_mask.bool()):
+            raise ValueError("attention_backend='triton' needs right-padded batches (mask 1...1 0...0); "
+                             "use attention_backend='sdpa' for other masks")
     return lengths.to(torch.int32)
 
 
@@ -274,8 +293,10 @@ class PretrainingOutput:
     pooled_output: torch.Tensor
     last_hidden_state: torch.Tensor
     hidden_states: tuple | None = None
-    mlm_loss: torch.Tensor | None = None
-    sentence_loss: torch.Tensor | None = None
+    mlm_loss: torch.Tensor | None = None         # mean over the M predicted positions
+    sentence_loss: torch.Tensor | None = None    # mean over the B examples
+    mlm_loss_sum: torch.Tensor | None = None     # the sums behind the means: what a trainer divides by
+    sentence_loss_sum: torch.Tensor | None = None  # its global counts (gradient accumulation, DDP)
 
 
 class AlbertForPretraining(nn.Module):
@@ -295,35 +316,38 @@ class AlbertForPretraining(nn.Module):
         self.apply(lambda m: init_weights(m, cfg.initializer_range))
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None,
-                sentence_labels=None, output_hidden_states=False) -> PretrainingOutput:
-        enc = self.albert(input_ids, token_type_ids, attention_mask, output_hidden_states)
+                sentence_labels=None, output_hidden_states=False, check: bool = True) -> PretrainingOutput:
+        """check=False skips the input and label checks (see AlbertModel.forward): the trainer's way."""
+        enc = self.albert(input_ids, token_type_ids, attention_mask, output_hidden_states, check)
         labels_shape = tuple(input_ids.shape)                               # checked by the encoder
-        if mlm_labels is not None:
+        if sentence_labels is not None and self.sentence_head is None:
+            raise ValueError("sentence_labels given to a model built without a sentence head "
+                             "(sentence_task=None); build it with sentence_task='sop' or 'nsp'")
+        if check and mlm_labels is not None:
             _check_labels("mlm_labels", mlm_labels, labels_shape, self.config.vocab_size, IGNORE_INDEX)
-        if sentence_labels is not None:
-            if self.sentence_head is None:
-                raise ValueError("sentence_labels given to a model built without a sentence head "
-                                 "(sentence_task=None); build it with sentence_task='sop' or 'nsp'")
+        if check and sentence_labels is not None:
             _check_labels("sentence_labels", sentence_labels, labels_shape[:1], 2, None)
         x = enc.last_hidden_state
-        mlm_loss = sentence_loss = sentence_logits = None
+        mlm_loss = sentence_loss = sentence_logits = mlm_sum = sentence_sum = None
         if mlm_labels is not None:
             # The original TF trick: vocabulary logits only where something is predicted
             # (about 15% of positions), which saves most of the E x V decoder's work.
-            predicted = mlm_labels != IGNORE_INDEX                          # (B, N) bool
+            is_predicted = mlm_labels != IGNORE_INDEX                       # (B, N) bool
+            predicted = is_predicted.nonzero(as_tuple=True)                 # 2 x (M,): one read of M
             mlm_logits = self.mlm_head(x[predicted])                        # (M, V)
-            targets = mlm_labels[predicted]
-            mlm_loss = F.cross_entropy(mlm_logits.float(), targets) if targets.numel() else x.sum() * 0
+            mlm_sum = F.cross_entropy(mlm_logits.float(), mlm_labels[predicted], reduction="sum")
+            mlm_loss = mlm_sum / is_predicted.sum().clamp(min=1)            # 0 when nothing is predicted
         else:
             mlm_logits = self.mlm_head(x)                                   # (B, N, V)
         if self.sentence_head is not None:
             sentence_logits = self.sentence_head(enc.pooled_output)          # (B, 2)
             if sentence_labels is not None:
-                sentence_loss = F.cross_entropy(sentence_logits.float(), sentence_labels)
+                sentence_sum = F.cross_entropy(sentence_logits.float(), sentence_labels, reduction="sum")
+                sentence_loss = sentence_sum / sentence_labels.shape[0]
         losses = [t for t in (mlm_loss, sentence_loss) if t is not None]
         loss = sum(losses) if losses else None
         return PretrainingOutput(loss, mlm_logits, sentence_logits, enc.pooled_output, x,
-                                 enc.hidden_states, mlm_loss, sentence_loss)
+                                 enc.hidden_states, mlm_loss, sentence_loss, mlm_sum, sentence_sum)
 
 
 @dataclass

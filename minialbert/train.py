@@ -26,7 +26,6 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -45,6 +44,7 @@ from .checkpoint import (
     verify_checkpoint,
 )
 from .config import OBJECTIVES, AlbertConfig
+from .device import Precision, choose_device, choose_precision
 from .evaluation import evaluate_pretraining, summary_record
 from .model import IGNORE_INDEX, AlbertForPretraining
 from .optim import OPTIMIZERS, make_optimizer, warmup_linear_decay
@@ -170,11 +170,14 @@ def default_collate():
 
 
 # ---------------------------------------------------------------------------- distributed
-def distributed_context() -> tuple[int, int, torch.device]:
-    """(rank, world_size, device); starts the process group when launched by torchrun."""
+def distributed_context(device: str | None = None) -> tuple[int, int, torch.device]:
+    """(rank, world_size, device); starts the process group when launched by torchrun. `device` as for
+    device.choose_device (None: CUDA, MPS or CPU); each process takes the GPU of its LOCAL_RANK."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+    device = choose_device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", local_rank)
     if world > 1 and not dist.is_initialized():
         if device.type == "cuda":
             torch.cuda.set_device(device)
@@ -194,21 +197,23 @@ class PretrainResult:
 def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
              out_dir: str | Path | None = None, resume: bool = False,
              callbacks: Iterable[Callable[[dict], None]] = (), collate_fn: Callable | None = None,
-             progress: bool = True, resume_from: str | Path | None = None) -> PretrainResult:
+             progress: bool = True, resume_from: str | Path | None = None, device: str | None = None,
+             compile: bool = False) -> PretrainResult:
     """Pretrain an AlbertForPretraining on `train_data` (a Dataset of example dicts), from scratch or
     from the latest checkpoint in `out_dir` (resume=True), or from a chosen step directory
     (resume_from, e.g. the one before a damaged latest). Each metrics record is passed to every
-    callback (e.g. plots.LiveCurves) and appended to out_dir/metrics.jsonl.
+    callback (e.g. plots.LiveCurves) and appended to out_dir/metrics.jsonl. device: see
+    device.choose_device (None: CUDA, MPS or CPU); compile: run the model's forward under torch.compile.
     """
     if out_dir is not None and not str(out_dir).strip():
         raise ValueError("out_dir is empty; name a run directory (or pass None to keep nothing)")
     out_dir = Path(out_dir) if out_dir is not None else None
     if out_dir is None or int(os.environ.get("RANK", "0")) != 0:     # only rank 0 writes the directory
         return _pretrain(cfg, args, train_data, valid_data, out_dir, resume, callbacks, collate_fn, progress,
-                         resume_from)
+                         resume_from, device, compile)
     with run_lock(out_dir):
         return _pretrain(cfg, args, train_data, valid_data, out_dir, resume, callbacks, collate_fn, progress,
-                         resume_from)
+                         resume_from, device, compile)
 
 
 def _checkpoint_to_resume(out_dir: Path | None, resume: bool, resume_from: str | Path | None) -> Path | None:
@@ -242,12 +247,14 @@ def _checkpoint_to_resume(out_dir: Path | None, resume: bool, resume_from: str |
 
 def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_dir: Path | None, resume: bool,
               callbacks: Iterable[Callable[[dict], None]], collate_fn: Callable | None, progress: bool,
-              resume_from: str | Path | None) -> PretrainResult:
+              resume_from: str | Path | None, device: str | None, compile: bool) -> PretrainResult:
     t0 = time.perf_counter()
     collate_fn = collate_fn or default_collate()
-    rank, world, device = distributed_context()
+    rank, world, device = distributed_context(device)
+    precision = choose_precision(device)
     main_process = rank == 0
     ckpt = _checkpoint_to_resume(out_dir, resume, resume_from)
+    check_token_ids(train_data, cfg.vocab_size)      # once, here: the steps do not read ids back
 
     torch.manual_seed(args.seed)
     model = AlbertForPretraining(cfg, sentence_task=OBJECTIVES[args.objective]).to(device)
@@ -263,6 +270,8 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
         ddp = nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None,
             find_unused_parameters=model.sentence_head is None)   # MLM alone leaves the pooler unused
+    net = compiled(ddp or model) if compile else (ddp or model)
+    scaler = precision.grad_scaler()             # float16 only; a pass-through otherwise
     sampler = StepBatches.for_run(len(train_data), args, step, rank, world)
     # Own generators: a DataLoader otherwise draws its base seed from the global RNG, which would
     # shift dropout masks between a straight run and a resumed one.
@@ -289,7 +298,7 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
     try:
         while step < args.steps:
             micro = [{k: v.to(device) for k, v in next(batches).items()} for _ in range(args.grad_accum)]
-            train_record = train_step(ddp or model, model, micro, optimizer, scheduler, args, world)
+            train_record = train_step(net, model, micro, optimizer, scheduler, args, world, precision, scaler)
             step += 1
             emit({"step": step, "split": "train", **train_record,     # training time, evaluations excluded
                   "seconds": round(seconds_before + time.perf_counter() - t0 - eval_seconds, 3)})
@@ -319,45 +328,77 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
     return PretrainResult(model, history, out_dir, time.perf_counter() - t0)
 
 
-def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,
-               args: TrainArgs, world: int = 1) -> dict:
-    """One optimizer step over this process's micro-batches (forward, backward, clip, optimizer,
-    schedule); net is the model or its DDP wrapper. Returns the global batch's metrics."""
-    if (top := max(int(b["input_ids"].max()) for b in micro)) >= model.config.vocab_size:
-        raise ValueError(f"token id {top} >= the model's vocab_size {model.config.vocab_size}: the data was "
+def check_token_ids(data, vocab_size: int) -> None:
+    """Every token id of a dataset below the model's vocab_size: checked once, before training.
+    A PretrainingDataset keeps its ids in one flat tensor (one max); other datasets are read once."""
+    ids = getattr(data, "input_ids", None)
+    if isinstance(ids, torch.Tensor):
+        top = int(ids.max()) if ids.numel() else -1
+    else:
+        top = max((int(ex["input_ids"].max()) for ex in data if ex["input_ids"].numel()), default=-1)
+    if top >= vocab_size:
+        raise ValueError(f"token id {top} >= the model's vocab_size {vocab_size}: the data was "
                          f"tokenized with a bigger vocabulary; set vocab_size to the tokenizer's size")
-    # Global normalisers: predicted tokens and examples over every micro-batch of every process.
-    counts = torch.tensor([sum(int((b["mlm_labels"] != IGNORE_INDEX).sum()) for b in micro),
-                           sum(b["input_ids"].shape[0] for b in micro)], dtype=torch.float64)
+
+
+def compiled(net: nn.Module) -> nn.Module:
+    """torch.compile(net), with the masked-LM gather (its size M depends on the data) inside the graph."""
+    torch._dynamo.config.capture_dynamic_output_shape_ops = True
+    return torch.compile(net)
+
+
+def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,
+               args: TrainArgs, world: int = 1, precision: Precision | None = None,
+               scaler: torch.amp.GradScaler | None = None) -> dict:
+    """One optimizer step over this process's micro-batches (forward, backward, clip, optimizer,
+    schedule); net is the model, its DDP wrapper or its compiled form. Returns the global batch's
+    metrics, read from the device in one transfer. precision: device.choose_precision of the batches'
+    device by default; float16 needs the `scaler` kept across steps (precision.grad_scaler()).
+    The batches' ids are not checked here (check_token_ids checks a dataset once)."""
+    device = micro[0]["input_ids"].device
+    precision = precision or choose_precision(device)
+    if scaler is None:
+        if precision.needs_grad_scaler:
+            raise ValueError("float16 training needs a gradient scaler kept across steps: pass "
+                             "scaler=precision.grad_scaler()")
+        scaler = precision.grad_scaler()
+    # Global normalisers, counted on the device: predicted tokens and examples over every micro-batch
+    # of every process (clamped to 1: a batch with nothing to predict has loss 0, not 0 / 0).
+    counts = torch.zeros(2, device=device)
+    for b in micro:
+        counts[0] += (b["mlm_labels"] != IGNORE_INDEX).sum()
+        counts[1] += b["input_ids"].shape[0]
     if world > 1:
         dist.all_reduce(counts)
-    n_tokens, n_examples = counts.tolist()
-    device = micro[0]["input_ids"].device
-    stats = torch.zeros(3, dtype=torch.float64, device=device)       # mlm loss sum, sentence loss sum, -
+    n_tokens, n_examples = counts.clamp(min=1).unbind()
+    sums = torch.zeros(2, device=device)                              # mlm loss sum, sentence loss sum
     for i, b in enumerate(micro):
         last = i == len(micro) - 1 or not isinstance(net, nn.parallel.DistributedDataParallel)
         ctx = contextlib.nullcontext() if last else net.no_sync()      # all-reduce on the last micro-batch
-        with ctx, torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            out = net(b["input_ids"], b["token_type_ids"], b["attention_mask"], mlm_labels=b["mlm_labels"])
-            targets = b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX]
-            mlm_sum = F.cross_entropy(out.mlm_logits.float(), targets, reduction="sum")
-            loss = mlm_sum / n_tokens
-            if out.sentence_logits is not None:
-                sent_sum = F.cross_entropy(out.sentence_logits.float(), b["sentence_labels"], reduction="sum")
-                loss = loss + sent_sum / n_examples
-                stats[1] += sent_sum.detach()
-            stats[0] += mlm_sum.detach()
+        sentence_labels = b["sentence_labels"] if model.sentence_head is not None else None
+        with ctx:
+            with precision.autocast():
+                out = net(b["input_ids"], b["token_type_ids"], b["attention_mask"],
+                          mlm_labels=b["mlm_labels"], sentence_labels=sentence_labels, check=False)
+            loss = out.mlm_loss_sum / n_tokens
+            sums[0] += out.mlm_loss_sum.detach()
+            if out.sentence_loss_sum is not None:
+                loss = loss + out.sentence_loss_sum / n_examples
+                sums[1] += out.sentence_loss_sum.detach()
             # DDP averages gradients over processes; scale up so the result is the global-batch gradient
-            (loss * world).backward()
+            scaler.scale(loss * world).backward()
+    scaler.unscale_(optimizer)                                         # clip the true gradients
     grad_norm = nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)
     lr = optimizer.param_groups[0]["lr"]
-    optimizer.step()
+    scaler.step(optimizer)
+    scaler.update()
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     if world > 1:
-        dist.all_reduce(stats)
-    mlm_loss, sentence_loss = stats[0].item() / n_tokens, stats[1].item() / n_examples
-    record = {"loss": mlm_loss + sentence_loss, "mlm_loss": mlm_loss, "lr": lr, "grad_norm": float(grad_norm)}
+        dist.all_reduce(sums)
+    # The one host read of the step: everything it logs, in one transfer.
+    mlm_loss, sentence_loss, grad_norm = torch.cat([sums / counts.clamp(min=1), grad_norm[None]]).tolist()
+    record = {"loss": mlm_loss + sentence_loss, "mlm_loss": mlm_loss, "lr": lr, "grad_norm": grad_norm}
     if model.sentence_head is not None:
         record[f"{args.objective}_loss"] = sentence_loss
     return record
