@@ -63,19 +63,28 @@ def train_course_tokenizer(scale: Scale, docs: list | None = None) -> Tokenizer:
                          f"{scale.vocab_size} on {len(docs)} {scale.corpus} documents): {e}") from e
 
 
-def course_tokenizer(scale: Scale) -> Tokenizer:
-    """The course tokenizer at `scale`: the shipped one where there is one, else SentencePiece trained
-    on the train split of the scale's corpus, once, and cached by a hash of its input and settings."""
-    if (tok := _shipped(scale)) is not None:
-        return tok
-    docs = documents(scale.corpus, "train", scale.max_documents)
+def course_tokenizer_path(scale: Scale, docs: list | None = None) -> Path | None:
+    """Where course_tokenizer caches the scale's trained tokenizer (None: a shipped one is used): named by
+    a hash of its settings and of the train split's sentences (docs: that split, where already read)."""
+    if shipped_tokenizer_path(scale) is not None:
+        return None
+    docs = documents(scale.corpus, "train", scale.max_documents) if docs is None else docs
     key = hashlib.sha256()
     key.update(json.dumps({"vocab_size": scale.vocab_size, "seed": 0, "format": TOKENIZER_FORMAT,
                            "sentencepiece": spm.__version__}).encode())
     for d in docs:
         for s in d.sentences:
             key.update(s.encode() + b"\n")
-    path = cache_dir() / "tokenizers" / f"{scale.corpus}-{scale.vocab_size}-{key.hexdigest()[:16]}.model"
+    return cache_dir() / "tokenizers" / f"{scale.corpus}-{scale.vocab_size}-{key.hexdigest()[:16]}.model"
+
+
+def course_tokenizer(scale: Scale) -> Tokenizer:
+    """The course tokenizer at `scale`: the shipped one where there is one, else SentencePiece trained
+    on the train split of the scale's corpus, once, and cached by a hash of its input and settings."""
+    if (tok := _shipped(scale)) is not None:
+        return tok
+    docs = documents(scale.corpus, "train", scale.max_documents)
+    path = course_tokenizer_path(scale, docs)
     if (proto := read_checked(path)) is not None:   # None: missing or damaged (then reported)
         try:
             tok = Tokenizer(proto)                      # checks the special ids
