@@ -301,6 +301,23 @@ def cmd_tokenizer(args: argparse.Namespace, scale: Scale) -> None:
         print("retrained on the course corpus: the same bytes")
 
 
+def cmd_pack(args: argparse.Namespace, scale: Scale) -> None:
+    from .pack import make_pack
+
+    made = make_pack(scale, args.out)
+    files = ", ".join(f"{name} ({f['bytes'] / 2**20:.1f} MiB)" for name, f in made["files"].items())
+    print(f"{made['pack']}: {made['pack_bytes'] / 2**20:.1f} MiB, sha256 {made['pack_sha256']}, the "
+          f"{scale.name} scale's {files}")
+
+
+def cmd_unpack(args: argparse.Namespace, scale: Scale) -> None:
+    from .download import cache_dir
+    from .pack import unpack
+
+    written = unpack(args.pack, scale)
+    print(f"unpacked {args.pack} into {cache_dir()}: {len(written)} files, every sha256 checked")
+
+
 def cmd_student_notebooks(args: argparse.Namespace, scale: Scale) -> None:
     from .student import write_student_notebooks
 
@@ -323,7 +340,8 @@ def cmd_clean_notebooks(args: argparse.Namespace, scale: Scale) -> None:
 COMMANDS = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo, "ablation": cmd_ablation,
             "figures": cmd_figures, "finetune": cmd_finetune, "tasks": cmd_tasks,
             "smoothness": cmd_smoothness, "tokenizer": cmd_tokenizer,
-            "student-notebooks": cmd_student_notebooks, "clean-notebooks": cmd_clean_notebooks}
+            "student-notebooks": cmd_student_notebooks, "clean-notebooks": cmd_clean_notebooks,
+            "pack": cmd_pack, "unpack": cmd_unpack}
 
 
 def main(argv: list[str] | None = None) -> int:

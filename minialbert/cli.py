@@ -255,6 +255,18 @@ def build_parser() -> Parser:
                     help="the paper's axis ranges (layers 1-24, L2 0-18, angle 0-45)")
     sm.add_argument("--out", type=directory,
                     help="folder for the figure (default: assets/figures, or assets/figures/<scale>)")
+    pk = command("pack", help="one file holding the cache files a scale's data is made from (for a machine "
+                              "without network)",
+                 description="Write the course corpus's cache file and the scale's trained tokenizer (built "
+                             "first where missing), with their sha256, into one gzipped tar of at most 48 "
+                             "MiB. Default scale: gpu.")
+    pk.add_argument("--out", required=True, type=Path, help="the pack file to write")
+    pk.set_defaults(scale="gpu")
+    un = command("unpack", help="check a pack's sha256s and put its files into the cache",
+                 description="Check every file of a pack made by `pack` against its sha256, then write them "
+                             "into $MINIALBERT_CACHE (default: ~/.cache/minialbert). Default scale: gpu.")
+    un.add_argument("pack", type=Path, help="the pack file")
+    un.set_defaults(scale="gpu")
     return p
 
 
