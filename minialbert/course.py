@@ -110,16 +110,18 @@ def corpus_digest(scale: Scale, split: str) -> str:
 def pretraining_data_key(objective: str, split: str, scale: Scale, balance_lengths: bool = False) -> str:
     """The key of course_pretraining_data's examples, known without building them (the zoo's keys)."""
     return examples_key(corpus_digest(scale, split), course_tokenizer(scale), objective, scale.max_seq_len,
-                        COURSE_SEED, scale.dupe_factor, scale.mask_rate, balance_lengths)
+                        COURSE_SEED, scale.dupe_factor, scale.mask_rate, balance_lengths, scale.data_shards)
 
 
-def course_pretraining_data(objective: str, split: str, scale: Scale,
-                            balance_lengths: bool = False) -> PretrainingDataset:
+def course_pretraining_data(objective: str, split: str, scale: Scale, balance_lengths: bool = False,
+                            workers: int | None = None) -> PretrainingDataset:
     """The course's pretraining set for one objective and split at `scale`, from the scale's corpus.
 
     balance_lengths: keep only `length_balanced` pairs (the NSP vs SOP ablation's cue-free SOP arm).
+    workers: processes building a scale with data_shards (None: every core; the same bytes for any).
     """
     docs = documents(scale.corpus, split, scale.max_documents)
     return build_examples(docs, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
                           dupe_factor=scale.dupe_factor, mask_rate=scale.mask_rate,
-                          balance_lengths=balance_lengths, digest=corpus_digest(scale, split))
+                          balance_lengths=balance_lengths, digest=corpus_digest(scale, split),
+                          shards=scale.data_shards, workers=workers)

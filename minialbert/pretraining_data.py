@@ -10,11 +10,15 @@ seeded `random.Random`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import gc
 import hashlib
 import json
+import multiprocessing
 import os
 import random
+import sys
+import time
 import warnings
 from array import array
 from collections import defaultdict
@@ -396,18 +400,23 @@ def _tensor(values: array) -> torch.Tensor:
 
 def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
                    seed: int, dupe_factor: int = 1, cache: bool = True, mask_rate: float = MASK_RATE,
-                   balance_lengths: bool = False, digest: str | None = None) -> PretrainingDataset:
+                   balance_lengths: bool = False, digest: str | None = None, shards: int = 0,
+                   workers: int | None = None) -> PretrainingDataset:
     """Documents -> masked pretraining examples, cached under cache_dir()/pretraining.
 
     The cache key (examples_key) hashes the tokenizer model, the documents and every setting, so a
     change to any of them builds afresh. A damaged cache file is reported and rebuilt, never trusted.
     digest: the documents' recorded hash where one names them (a pinned corpus); None: hash them here.
+    shards: 0 draws every example from one random stream, as the official script does (one core);
+    n > 0 cuts the documents into n contiguous shards, each with its own stream (`build_shard`), built
+    by `workers` processes (None: every core this process may use) and joined in shard order: the same
+    bytes for any number of workers. NSP's random next segments then come from the pair's own shard.
     """
     _check_objective(objective)
     path = None
     if cache:
         key = examples_key(digest or documents_digest(documents), tokenizer, objective, max_seq_len, seed,
-                           dupe_factor, mask_rate, balance_lengths)
+                           dupe_factor, mask_rate, balance_lengths, shards)
         name = f"{objective}-balanced" if balance_lengths else objective
         path = cache_dir() / "pretraining" / f"{name}-{key[:24]}.safetensors"
         if path.exists():
@@ -420,13 +429,68 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
                 return cached
             except ValueError as e:
                 warnings.warn(f"{e}; rebuilding it", stacklevel=2)
-    token_docs = [[tokenizer.encode(s) for s in doc.sentences] for doc in documents]
-    dataset = examples_from_token_documents(token_docs, MaskingVocab.from_tokenizer(tokenizer), objective,
-                                            max_seq_len, seed, dupe_factor, mask_rate=mask_rate,
-                                            balance_lengths=balance_lengths)
+    settings = dict(objective=objective, max_seq_len=max_seq_len, dupe_factor=dupe_factor,
+                    mask_rate=mask_rate, balance_lengths=balance_lengths)
+    if shards:
+        dataset = _build_shards(documents, tokenizer, seed, shards, workers, settings)
+    else:
+        token_docs = [[tokenizer.encode(s) for s in doc.sentences] for doc in documents]
+        dataset = examples_from_token_documents(token_docs, MaskingVocab.from_tokenizer(tokenizer), seed=seed,
+                                                **settings)
     if path is not None:
         dataset.save(path)
     return dataset
+
+
+def build_shard(sentences: list[tuple[str, ...]], tokenizer_proto: bytes, shard_seed: int,
+                settings: dict) -> PretrainingDataset:
+    """One shard of a sharded build: its documents' sentences tokenized, segmented and masked with its
+    own random stream (a top-level function, so worker processes can run it)."""
+    tokenizer = Tokenizer(tokenizer_proto)
+    token_docs = [[tokenizer.encode(s) for s in doc] for doc in sentences]
+    return examples_from_token_documents(token_docs, MaskingVocab.from_tokenizer(tokenizer), seed=shard_seed,
+                                         **settings)
+
+
+def _build_shards(documents: Sequence[Document], tokenizer: Tokenizer, seed: int, shards: int,
+                  workers: int | None, settings: dict) -> PretrainingDataset:
+    """build_shard over `shards` contiguous slices of the documents in `workers` processes, joined in
+    order; one progress line on stderr per tenth of the shards."""
+    workers = workers or len(os.sched_getaffinity(0))
+    cuts = [len(documents) * k // shards for k in range(shards + 1)]
+    jobs = [([d.sentences for d in documents[a:b]], tokenizer.model_proto, seed * 1_000_003 + k, settings)
+            for k, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    start, label = time.perf_counter(), f"[pretraining data] {settings['objective']}"
+    if workers == 1:
+        parts = [build_shard(*job) for job in jobs]
+    else:
+        # spawn: the workers import minialbert afresh, whatever threads or CUDA state this process holds
+        with concurrent.futures.ProcessPoolExecutor(min(workers, shards),
+                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(build_shard, *job) for job in jobs]
+            for done, _ in enumerate(concurrent.futures.as_completed(futures), 1):
+                if done * 10 // shards != (done - 1) * 10 // shards:
+                    seconds = time.perf_counter() - start
+                    sys.stderr.write(f"{label}: {done}/{shards} shards of {len(documents):,} documents on "
+                                     f"{min(workers, shards)} processes, {seconds:.0f} s\n")
+            parts = [f.result() for f in futures]
+    return concatenate(parts, cuts[:-1])
+
+
+def concatenate(parts: Sequence[PretrainingDataset], first_documents: Sequence[int]) -> PretrainingDataset:
+    """Datasets of consecutive document slices as one; first_documents[i]: the index of part i's first
+    document, added to its document_ids."""
+    offsets, end = [torch.zeros(1, dtype=torch.int64)], 0
+    for part in parts:
+        offsets.append(part.offsets[1:] + end)
+        end += part.input_ids.numel()
+    first = parts[0]
+    labels = None if first.sentence_labels is None else torch.cat([p.sentence_labels for p in parts])
+    return PretrainingDataset(torch.cat([p.input_ids for p in parts]),
+                              torch.cat([p.token_type_ids for p in parts]),
+                              torch.cat([p.mlm_labels for p in parts]), torch.cat(offsets), labels,
+                              first.objective, first.max_seq_len,
+                              torch.cat([p.document_ids + d for p, d in zip(parts, first_documents)]))
 
 
 def documents_digest(documents: Sequence[Document]) -> str:
@@ -438,7 +502,7 @@ def documents_digest(documents: Sequence[Document]) -> str:
 
 
 def examples_key(digest: str, tokenizer: Tokenizer, objective: str, max_seq_len: int, seed: int,
-                 dupe_factor: int, mask_rate: float, balance_lengths: bool) -> str:
+                 dupe_factor: int, mask_rate: float, balance_lengths: bool, shards: int = 0) -> str:
     """What decides a pretraining set's examples: the documents (their digest), the tokenizer and every
     setting, hashed; the same key always builds the same examples."""
     settings = {"format": FORMAT_VERSION, "objective": objective, "max_seq_len": max_seq_len, "seed": seed,
@@ -446,6 +510,8 @@ def examples_key(digest: str, tokenizer: Tokenizer, objective: str, max_seq_len:
                 "short_seq_prob": SHORT_SEQ_PROB, "documents": digest}
     if balance_lengths:                         # only when set: the unbalanced caches keep their keys
         settings["balance_lengths"] = True
+    if shards:                                  # likewise: the one-stream sets keep their keys
+        settings["shards"] = shards
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     key.update(hashlib.sha256(tokenizer.model_proto).digest())
     return key.hexdigest()

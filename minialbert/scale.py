@@ -40,6 +40,8 @@ class Scale:
     zoo_steps: int = 0          # steps of every model-zoo entry (one budget, so entries compare)
     zoo_evals: int = 5          # held-out evaluations per zoo run (the curves of the replication lessons)
     zoo_threads: int = 1        # torch threads of a zoo build: fixed, so a rebuild gives the same bytes
+    data_shards: int = 0        # pretraining sets drawn from this many random streams, built on every core
+                                # (0: one stream, one core, the official script's order; pretraining_data)
     step_seconds: float = 0.0   # measured seconds per step (time estimates only; 0 = not measured)
     eval_examples: int | None = None   # held-out examples per evaluation of a pretraining run and per
                                        # model in the ablation, a fixed seeded sample (None = all)
@@ -115,7 +117,7 @@ SCALES = {
                     step_seconds=0.1),
     "gpu": Scale("gpu", "gpu-albert", "gpu-bert", corpus="course", max_documents=None, batch_size=128,
                  pretrain_steps=20000, learning_rate=1.76e-3, warmup_steps=1000, eval_every=1000,
-                 dupe_factor=10, zoo_steps=20000, figure_subdir="gpu"),
+                 dupe_factor=10, zoo_steps=20000, data_shards=64, figure_subdir="gpu"),
 }
 
 

@@ -43,7 +43,8 @@ KEPT = {"name": "set by dry_run: <name>-dry", "figure_subdir": "set by dry_run: 
         "albert_preset": "the model's sizes", "bert_preset": "the BERT twin's sizes",
         "learning_rate": "not a size", "mask_rate": "a share, not a size", "optimizer": "not a size",
         "speed_presets": "names of the models lesson 09 times (speed_repeats caps the work)",
-        "zoo_threads": "torch threads of a zoo build (same bytes on a rebuild), not a size"}
+        "zoo_threads": "torch threads of a zoo build (same bytes on a rebuild), not a size",
+        "data_shards": "the pretraining sets' random streams (their layout), not a size"}
 # Caps above CAP: a corpus cap the 6000-piece tokenizer needs, lengths and sizes that are not counts
 # of steps or samples, and a divisor (larger is smaller).
 CAP = 16
