@@ -341,10 +341,11 @@ def check_token_ids(data, vocab_size: int) -> None:
                          f"tokenized with a bigger vocabulary; set vocab_size to the tokenizer's size")
 
 
-def compiled(net: nn.Module) -> nn.Module:
-    """torch.compile(net), with the masked-LM gather (its size M depends on the data) inside the graph."""
+def compiled(net: nn.Module, backend: str = "inductor") -> nn.Module:
+    """torch.compile(net), with the masked-LM gather (its size M depends on the data) inside the graph:
+    this sets torch._dynamo.config.capture_dynamic_output_shape_ops for the process."""
     torch._dynamo.config.capture_dynamic_output_shape_ops = True
-    return torch.compile(net)
+    return torch.compile(net, backend=backend)
 
 
 def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,

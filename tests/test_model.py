@@ -238,3 +238,71 @@ def test_paper_counts_leave_the_pooler_out_of_not_shared_models_only():
             assert without and not with_pooler, row
         else:
             assert with_pooler, row
+
+
+def test_sums_behind_the_losses_are_what_a_trainer_needs():
+    cfg = tiny()
+    ids, types = batch(cfg)
+    labels = torch.where(torch.rand(ids.shape, generator=torch.Generator().manual_seed(1)) < 0.3, ids, -100)
+    order = torch.tensor([0, 1, 1])
+    out = model(cfg)(ids, types, mlm_labels=labels, sentence_labels=order)
+    predicted = int((labels != -100).sum())
+    torch.testing.assert_close(out.mlm_loss_sum, out.mlm_loss * predicted)
+    torch.testing.assert_close(out.sentence_loss_sum, out.sentence_loss * 3)
+
+
+def test_nothing_to_predict_is_a_zero_loss_not_nan():
+    cfg = tiny()
+    ids, types = batch(cfg)
+    out = model(cfg)(ids, types, mlm_labels=torch.full_like(ids, -100))
+    assert out.mlm_loss.item() == 0.0 and out.mlm_logits.shape == (0, cfg.vocab_size)
+
+
+def test_check_false_skips_the_checks_that_read_values_back():
+    cfg = tiny()
+    ids, types = batch(cfg)
+    bad = ids.clone()
+    bad[0, 0] = cfg.vocab_size + 5
+    with pytest.raises(ValueError, match="input_ids holds"):
+        model(cfg)(bad, types)
+    bad_labels = torch.full_like(ids, -100)
+    bad_labels[0, 1] = cfg.vocab_size
+    with pytest.raises(ValueError, match="mlm_labels must be in"):
+        model(cfg)(ids, types, mlm_labels=bad_labels)
+    model(cfg)(ids, types, mlm_labels=torch.where(ids > 50, ids, -100), check=False)   # runs, nothing read
+
+
+def test_the_training_forward_compiles_without_graph_breaks():
+    cfg = AlbertConfig.preset("ci-albert")
+    net = model(cfg).train()
+    ids, types = batch(cfg, B=4, N=16)
+    mask = torch.ones_like(ids)
+    mask[1, 10:] = 0                                         # a padded row
+    labels = torch.where(torch.rand(ids.shape, generator=torch.Generator().manual_seed(2)) < 0.2, ids, -100)
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):   # as train.compiled sets it
+        explained = torch._dynamo.explain(net)(ids, types, mask, mlm_labels=labels,
+                                               sentence_labels=torch.tensor([0, 1, 0, 1]), check=False)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    assert explained.graph_count == 1
+
+
+def test_triton_with_attention_dropout_fails_when_configured():
+    with pytest.raises(ValueError, match="has no attention dropout"):
+        tiny(attention_backend="triton", attention_dropout_prob=0.1)
+    with pytest.raises(ValueError, match="has no attention dropout"):
+        tiny(attention_backend="triton-v2", attention_dropout_prob=0.1)
+
+
+def test_triton_backends_are_chosen_when_the_model_is_built():
+    pytest.importorskip("triton")
+    from minialbert.kernels import fused_attention
+
+    attention = ma.AlbertModel(tiny(attention_backend="triton")).encoder.groups[0][0].attention
+    assert attention.fused_attention is fused_attention and attention.kernel_options == {}
+    import inspect
+    if "version" in inspect.signature(fused_attention).parameters:
+        attention = ma.AlbertModel(tiny(attention_backend="triton-v2")).encoder.groups[0][0].attention
+        assert attention.kernel_options == {"version": 2}
+    else:
+        with pytest.raises(ValueError, match="takes version=2"):
+            ma.AlbertModel(tiny(attention_backend="triton-v2"))
