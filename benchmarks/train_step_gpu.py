@@ -39,7 +39,7 @@ from minialbert.train import TrainArgs, compiled, train_step
 
 REPO = Path(__file__).resolve().parent.parent
 SYNC_EVENTS = ("aten::_local_scalar_dense", "cudaStreamSynchronize")
-CONTENDERS = ("sdpa", "transformers", "triton", "triton-v2", "sdpa+compile")
+CONTENDERS = ("sdpa", "transformers", "sdpa+compile", "triton", "triton-v2")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -202,7 +202,9 @@ def measure(step, batch, args, device) -> dict:
             "host_syncs_per_step": round(sum(syncs.values()), 2), "sync_events_per_step": syncs}
 
 
-def run(args) -> tuple[list[dict], dict]:
+def run(args, save) -> tuple[list[dict], dict]:
+    """Every contender on both batch kinds; save(rows, setup) after each contender, so a run cut short
+    keeps what it measured."""
     device = torch.device("cpu" if args.dry_run else "cuda")
     precision = Precision("cpu", None) if args.dry_run else Precision("cuda", torch.bfloat16)
     cfg = ma.AlbertConfig.preset(args.preset)
@@ -218,10 +220,11 @@ def run(args) -> tuple[list[dict], dict]:
             skip = "fused_attention has no version=2 in this checkout"
         elif elapsed > args.budget_s:
             skip = f"time budget: {elapsed:.0f} s spent, --budget-s {args.budget_s:.0f}"
+        step = None
         for kind in ("full", "ragged"):
             row = {"contender": name, "batch": kind}
-            if skip:
-                rows.append({**row, "skipped": skip})
+            if skip or (kind == "ragged" and step is None):
+                rows.append({**row, "skipped": skip or "the full batch failed"})
                 continue
             try:
                 if kind == "full":
@@ -239,6 +242,12 @@ def run(args) -> tuple[list[dict], dict]:
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()
+        save(*with_ratios(rows, args, precision, start), partial=True)
+    return with_ratios(rows, args, precision, start)
+
+
+def with_ratios(rows: list[dict], args, precision: Precision, start: float) -> tuple[list[dict], dict]:
+    """Rows with their speed against transformers and against ours-sdpa, and the run's setup."""
     for row in rows:
         for anchor, key in (("transformers", "vs_transformers"), ("sdpa", "vs_sdpa")):
             ref = next((r for r in rows if r["contender"] == anchor and r["batch"] == row["batch"]), {})
@@ -274,12 +283,16 @@ def main(argv=None) -> int:
     env = environment(args.dry_run)
     print(f"# {env['gpu']} | torch {env['torch']} | triton {env['triton']} | transformers "
           f"{env['transformers']}", flush=True)
-    rows, setup = run(args)
     slug = "dry-run" if args.dry_run else re.sub(r"[^a-z0-9]+", "-", env["gpu"].lower()).strip("-")
     out = args.out or REPO / "assets" / "benchmarks"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"train_step_{slug}.json"
-    path.write_text(json.dumps({"environment": env, "setup": setup, "rows": rows}, indent=1) + "\n")
+
+    def save(rows: list[dict], setup: dict, partial: bool = False) -> None:
+        record = {"environment": env, "setup": setup, "partial": partial, "rows": rows}
+        path.write_text(json.dumps(record, indent=1) + "\n")
+    rows, setup = run(args, save)
+    save(rows, setup)
     print(f"wrote {path} ({setup['total_seconds']} s of benchmarking)")
     if args.dry_run:
         print("DRY RUN: CPU times of tiny shapes, not measurements")

@@ -1,7 +1,11 @@
 """The trainer on a synthetic in-memory dataset: data order, accumulation, resume, checkpoint errors."""
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -213,3 +217,36 @@ def test_evaluate_pretraining_matches_the_models_own_loss():
     assert result["mlm"]["all"]["accuracy"] == pytest.approx(acc)
     sent = (out.sentence_logits.argmax(-1) == batch["sentence_labels"]).float().mean().item()
     assert result["sentence"]["accuracy"] == pytest.approx(sent) and result["sentence"]["n"] == 16
+
+
+BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "train_step_gpu.py"
+
+
+@pytest.mark.slow
+def test_gpu_training_benchmark_dry_run_writes_its_json(tmp_path):
+    """benchmarks/train_step_gpu.py --dry-run: the GPU benchmark's harness on CPU, tiny shapes."""
+    run = subprocess.run([sys.executable, str(BENCHMARK), "--dry-run", "--out", str(tmp_path),
+                          "--contenders", "sdpa", "transformers", "sdpa+compile", "triton"],
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    record = json.loads((tmp_path / "train_step_dry-run.json").read_text())
+    assert not record["partial"] and record["setup"]["precision"] == "fp32"
+    rows = {(r["contender"], r["batch"]): r for r in record["rows"]}
+    assert set(rows) == {(c, b) for c in ("sdpa", "transformers", "sdpa+compile", "triton")
+                         for b in ("full", "ragged")}
+    for contender in ("sdpa", "transformers", "sdpa+compile"):
+        for kind in ("full", "ragged"):
+            row = rows[contender, kind]
+            assert row["ms"] > 0 and row["real_tokens_per_s"] > 0, row
+            assert row["vs_sdpa"] > 0 and row["vs_transformers"] > 0
+    assert rows["sdpa", "ragged"]["real_tokens"] < rows["sdpa", "full"]["real_tokens"] == 4 * 32
+    assert "need CUDA" in rows["triton", "full"]["skipped"]
+    assert run.stdout.strip().splitlines()[-1].split()[0] == "triton"    # the summary table ends the output
+
+
+def test_gpu_training_benchmark_refuses_without_cuda_in_one_line():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    run = subprocess.run([sys.executable, str(BENCHMARK)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and "CUDA" in run.stderr
