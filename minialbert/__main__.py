@@ -44,7 +44,8 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
     valid = course_pretraining_data(args.objective, "valid", scale)
     try:
         result = pretrain(cfg, train_args, train, valid, out_dir=args.out, resume=args.resume,
-                          progress=not args.quiet, resume_from=args.resume_from)
+                          progress=not args.quiet, resume_from=args.resume_from, device=args.device,
+                          compile=args.compile)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -90,7 +91,7 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
     if rebuild:
         differ = []
         for name in rebuild:
-            r = zoo.rebuild(name, scale, progress=not args.quiet)
+            r = zoo.rebuild(name, scale, progress=not args.quiet, device=args.device, compile=args.compile)
             verdict = ("no shipped entry to compare with" if r["shipped_sha256"] is None else
                        "identical to the shipped weights" if r["identical"] else
                        f"DIFFERS from the shipped weights (sha256 {r['shipped_sha256']})")
@@ -110,7 +111,7 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
             print(f"{r['name']:22s} {r['state']:8s} {r['steps_done']:>6d}/{r['steps']:<6d} "
                   f"~{left:>5s} min left  {r['about']}")
         return
-    rows = zoo.build(args.only, scale, progress=not args.quiet)
+    rows = zoo.build(args.only, scale, progress=not args.quiet, device=args.device, compile=args.compile)
     print(zoo.format_summary(rows, markdown=args.markdown))
     if args.out:
         import platform
@@ -170,7 +171,7 @@ def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
     finetune_args = FinetuneArgs.from_scale(scale, seed=args.seed, freeze_encoder=args.freeze_encoder,
                                             **{k: v for k, v in given.items() if v is not None})
     result = finetune(model, task, tokenizer, finetune_args, train_examples=train, out_dir=args.out,
-                      progress=not args.quiet)
+                      progress=not args.quiet, device=args.device)
     print(json.dumps({"out": str(args.out), "task": task.name, "metric": task.metric, "labels": len(train),
                       "start": str(args.checkpoint) if args.checkpoint else "scratch", "seed": args.seed,
                       "best_step": result.best_step, "stopped_early": result.stopped_early,
@@ -217,7 +218,6 @@ def _label(path: Path, taken: dict) -> str:
 
 def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
     import matplotlib.pyplot as plt
-    import torch
 
     from .analysis import (
         DEFINITION,
@@ -228,6 +228,7 @@ def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
     )
     from .checkpoint import load_checkpoint
     from .course import course_pretraining_data, course_tokenizer
+    from .device import choose_device
     from .plots import figure_dir, plot_layer_transitions, save_figure
 
     officials = [name.strip() for name in (args.official or "").split(",") if name.strip()]
@@ -236,7 +237,7 @@ def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
     for path in args.checkpoint:
         if not path.exists():
             raise FileNotFoundError(f"--checkpoint {path} does not exist")
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = choose_device()
     tokenizer = course_tokenizer(scale)
     dataset = course_pretraining_data("mlm", args.split, scale)
     sequences = args.sequences or scale.smoothness_sequences          # the scale's, as lesson 06's

@@ -64,6 +64,18 @@ def common_options() -> Parser:
     return common
 
 
+def device_options(p: Parser, compile: bool) -> None:
+    """--device (and --compile) of the commands that train: resolved by minialbert.device."""
+    p.add_argument("--device", choices=["cuda", "mps", "cpu"],
+                   help="where to train (default: CUDA, then Apple's MPS, then the CPU); the precision "
+                        "follows: bf16 autocast on sm_80+, fp16 with a gradient scaler on sm_70/75, "
+                        "else fp32")
+    if compile:
+        p.add_argument("--compile", action="store_true",
+                       help="run the model's forward under torch.compile (off by default: compiling "
+                            "takes minutes before the first step)")
+
+
 def build_parser() -> Parser:
     p = Parser(prog="minialbert", description="ALBERT from scratch: pretrain, evaluate, make the figures.")
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
@@ -110,6 +122,7 @@ def build_parser() -> Parser:
                      help="steps between checkpoints (default: the scale's eval interval)")
     pre.add_argument("--keep-last", type=int, default=2, help="checkpoints kept on disk (default: 2)")
     pre.add_argument("--threads", type=positive_int, help="torch CPU threads (default: torch's choice)")
+    device_options(pre, compile=True)
 
     ev = command("evaluate", help="held-out MLM and sentence-task accuracy of a checkpoint",
                         description="Evaluate a checkpoint on the course corpus: MLM accuracy by what "
@@ -144,6 +157,7 @@ def build_parser() -> Parser:
                      help="also write the summary (held-out metrics and minutes per entry) as JSON here")
     zoo.add_argument("--markdown", action="store_true",
                      help="print the summary as a markdown table (README's zoo section)")
+    device_options(zoo, compile=True)
 
     abl = command("ablation", help="the NSP vs SOP ablation (the paper's Table 5) on the zoo's arms",
                          description="Cross-evaluate the zoo's MLM-only, NSP, SOP and length-balanced SOP "
@@ -207,6 +221,7 @@ def build_parser() -> Parser:
     fin.add_argument("--patience", type=int, help="dev evaluations without improvement before stopping "
                                                   "(default: 4; 0 = never)")
     fin.add_argument("--freeze-encoder", action="store_true", help="train the head alone (a linear probe)")
+    device_options(fin, compile=False)
 
     tsk = command("tasks", help="list the downstream tasks: sizes, labels, where the data comes from",
                          description="List the fine-tuning tasks: the offline ones built from the course "

@@ -31,6 +31,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .config import IGNORE_INDEX
+from .device import choose_precision
 from .pretraining_data import collate
 from .tokenizer import MASK_ID
 
@@ -199,7 +200,7 @@ def evaluate_pretraining(model: nn.Module, dataset, baselines: MLMBaselines | No
     for start in tqdm(range(0, len(indices), batch_size), disable=not progress, desc="evaluate"):
         batch = collate([dataset[i] for i in indices[start:start + batch_size]])
         on_device = {k: v.to(device) for k, v in batch.items()}
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        with choose_precision(device).autocast():
             out = model(on_device["input_ids"], on_device["token_type_ids"], on_device["attention_mask"],
                         mlm_labels=on_device["mlm_labels"])
         targets = batch["mlm_labels"][batch["mlm_labels"] != IGNORE_INDEX]                   # (M,)

@@ -30,6 +30,7 @@ from .checkpoint import (
     start_run_files,
 )
 from .config import AlbertConfig
+from .device import choose_device, choose_precision
 from .evaluation import task_metrics
 from .model import AlbertForPretraining, AlbertForSequenceClassification
 from .optim import make_optimizer, warmup_linear_decay
@@ -145,11 +146,13 @@ def _dev_sample(examples: list[Example], n: int | None) -> list[Example]:
 
 def finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, args: FinetuneArgs,
              train_examples: Sequence[Example] | None = None, out_dir: str | Path | None = None,
-             progress: bool = True, callbacks: Iterable[Callable[[dict], None]] = ()) -> FinetuneResult:
+             progress: bool = True, callbacks: Iterable[Callable[[dict], None]] = (),
+             device: str | None = None) -> FinetuneResult:
     """Fine-tune `model` on `train_examples` (default: all of task.train), evaluating on the task's dev
     split every `eval_every` steps and keeping the weights of the best evaluation (the task's metric);
     stops after `patience` evaluations without improvement. With out_dir: metrics.jsonl, config.json,
-    train_args.json and the best checkpoint (checkpoints/step-N, the trainer's atomic format)."""
+    train_args.json and the best checkpoint (checkpoints/step-N, the trainer's atomic format).
+    device: see device.choose_device (None: CUDA, MPS or CPU)."""
     if tokenizer.vocab_size != model.config.vocab_size:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} pieces but the model's vocab_size is "
                          f"{model.config.vocab_size}: the encoder was pretrained with another vocabulary")
@@ -158,16 +161,19 @@ def finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, args
                          f"{task.num_labels} labels")
     out_dir = Path(out_dir) if out_dir is not None else None
     if out_dir is None:
-        return _finetune(model, task, tokenizer, args, train_examples, None, progress, callbacks)
+        return _finetune(model, task, tokenizer, args, train_examples, None, progress, callbacks, device)
     if find_checkpoint(out_dir) is not None:
         raise FileExistsError(f"{out_dir} already holds a run; choose another output directory")
     with run_lock(out_dir):
-        return _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, callbacks)
+        return _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, callbacks, device)
 
 
-def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, callbacks) -> FinetuneResult:
+def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, callbacks,
+              device) -> FinetuneResult:
     t0 = time.perf_counter()
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = choose_device(device)
+    precision = choose_precision(device)
+    scaler = precision.grad_scaler()              # float16 (sm_70/sm_75) only; a pass-through otherwise
     max_len = min(args.max_seq_len, model.config.max_position_embeddings)
     train = encode_examples(task.train if train_examples is None else train_examples, tokenizer, max_len)
     dev = encode_examples(_dev_sample(task.dev, args.dev_examples), tokenizer, max_len)
@@ -197,14 +203,16 @@ def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, c
     try:
         for step, batch in enumerate(loader, start=1):
             batch = {k: v.to(device) for k, v in batch.items()}
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            with precision.autocast():
                 loss = model(**batch).loss
             if not torch.isfinite(loss):
                 raise NonFiniteError(f"step {step}: the loss is {loss.item()}; lower the learning rate")
-            loss.backward()
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
             grad_norm = nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)
             lr = optimizer.param_groups[0]["lr"]
-            optimizer.step()
+            scaler.step(optimizer)
+            scaler.update()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             emit({"step": step, "split": "train", "loss": loss.item(), "lr": lr,

@@ -270,7 +270,8 @@ def load(name: str, scale: Scale, progress: bool = True,
 
 
 def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
-           callbacks: Iterable[Callable[[dict], None]] = ()) -> None:
+           callbacks: Iterable[Callable[[dict], None]] = (), device: str | None = None,
+           compile: bool = False) -> None:
     args = entry_args(e, scale)
     train = course_pretraining_data(e.objective, "train", scale, e.balanced)
     valid = course_pretraining_data(e.objective, "valid", scale, e.balanced)
@@ -282,7 +283,7 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
         torch.set_num_threads(scale.zoo_threads)   # float sums depend on the thread count: pin it
         try:
             pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir, resume=ckpt is not None,
-                     callbacks=callbacks, progress=progress)
+                     callbacks=callbacks, progress=progress, device=device, compile=compile)
         finally:
             torch.set_num_threads(threads)
     model = load_checkpoint(newest_verified_checkpoint(run_dir))
@@ -319,9 +320,10 @@ def metrics(name: str, scale: Scale) -> list[dict]:
     return read_metrics(_readable_dir(name, scale))
 
 
-def build(names: Sequence[str] | None, scale: Scale,
-          progress: bool = True) -> list[dict]:
-    """Build every missing entry (or those named), one after another, with one progress bar."""
+def build(names: Sequence[str] | None, scale: Scale, progress: bool = True, device: str | None = None,
+          compile: bool = False) -> list[dict]:
+    """Build every missing entry (or those named), one after another, with one progress bar; device and
+    compile as for train.pretrain (None: CUDA, MPS or CPU; torch.compile off)."""
     todo = [r for r in status(scale, names) if not available(r)]
     total = sum(r["steps"] - r["steps_done"] for r in todo)
     with tqdm(total=total, disable=not progress, desc=f"zoo ({scale.name})", unit="step") as bar:
@@ -332,12 +334,14 @@ def build(names: Sequence[str] | None, scale: Scale,
             bar.set_postfix_str(row["name"])
             start = time.perf_counter()
             _train(entry(row["name"]), scale, Path(row["dir"]), progress=False,
-                   callbacks=[lambda r: bar.update(1) if r["split"] == "train" else None])
+                   callbacks=[lambda r: bar.update(1) if r["split"] == "train" else None],
+                   device=device, compile=compile)
             row["minutes"] = (time.perf_counter() - start) / 60
     return summary(scale, names)
 
 
-def rebuild(name: str, scale: Scale, progress: bool = True) -> dict:
+def rebuild(name: str, scale: Scale, progress: bool = True, device: str | None = None,
+            compile: bool = False) -> dict:
     """Retrain an entry from scratch in the cache (a built one is moved aside first) and compare its
     final weights with the shipped entry's: {"name", "sha256", "shipped_sha256", "identical"}."""
     e = entry(name)
@@ -346,7 +350,7 @@ def rebuild(name: str, scale: Scale, progress: bool = True) -> dict:
         old = run_dir.with_name(f"{run_dir.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
         run_dir.rename(old)
         print(f"moved the built {name} aside to {old}", flush=True)
-    _train(e, scale, run_dir, progress)
+    _train(e, scale, run_dir, progress, device=device, compile=compile)
     mine = sha256_of(newest_verified_checkpoint(run_dir) / "model.safetensors")
     shipped = shipped_entry_dir(e, scale)
     theirs = sha256_of(newest_verified_checkpoint(shipped) / "model.safetensors") if shipped else None
