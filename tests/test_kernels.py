@@ -309,6 +309,9 @@ def test_benchmark_flop_accounting_and_arguments():
     lengths = bench.make_lengths(64, 400, "padded", torch.Generator().manual_seed(0))
     assert len(lengths) == 64 and min(lengths) >= 100 and max(lengths) <= 400
     assert bench.parse_args([]).seq_lens == [128, 256, 512, 1024, 2048, 4096]
+    assert bench.parse_args([]).providers[:2] == ["ours-v1", "ours-v2"]
+    picked = bench.parse_args(["--versions", "2", "--providers", "ours", "sdpa-cudnn", "--padding", "ragged"])
+    assert picked.providers == ["ours-v2", "sdpa-cudnn"] and picked.paddings == ["padded"]
     with pytest.raises(SystemExit):
         bench.parse_args(["--head-configs", "12-64"])
 
@@ -328,8 +331,11 @@ def test_benchmark_refuses_cpu_and_dry_run_checks_the_harness(tmp_path):
     assert listing() == assets_before
     result = json.loads((tmp_path / "benchmarks" / "attention_dry-run.json").read_text())
     assert {"gpu", "driver", "torch", "triton"} <= set(result["environment"])
-    ours = [r for r in result["rows"] if r["provider"] == "ours"]
-    assert len(ours) == 4 and all(r["ms"] and r["error"] is None for r in ours)     # 2 paddings x 2 passes
+    ours = [r for r in result["rows"] if r["provider"] in ("ours-v1", "ours-v2")]
+    assert len(ours) == 8 and all(r["ms"] and r["error"] is None for r in ours)     # 2 versions x 2 x 2
+    timed = [r for r in result["rows"] if r["ms"]]
+    assert all(r["ms_graph"] and r["host_share"] is not None for r in timed)       # every provider both ways
+    assert {s["provider"] for s in result["summary"]} == {"ours-v1", "ours-v2"}
     for r in ours:
         assert (r["flops_effective"] == r["flops_padded"]) == (r["padding"] == "none")
         assert r["flops_effective"] <= r["flops_padded"]
