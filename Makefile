@@ -65,16 +65,19 @@ figures: $(STAMP)
 # On a machine with a CUDA GPU (without one: refuse in one line): the kernel tests compiled on the GPU
 # (bfloat16 and ALBERT-sized shapes included); benchmarks/attention.py, ours vs SDPA's flash (unpadded) and
 # masked (padded) paths in one run, to assets/benchmarks/attention_<gpu>.json and
-# assets/figures/attention_<gpu>.png; then benchmarks/gpu_check.py: the gpu-scale zoo entry albert-sop
-# (trained on the GPU, or read when built) and its smoothness figure, to assets/benchmarks/gpu_check_<gpu>.json
-# (held-out evaluation, seconds per step, the L2 / angle curves, GPU name and library versions) and
-# assets/figures/gpu_check_<gpu>_layer_transitions.png. Without a GPU, the gpu scale's code paths run shortened:
+# assets/figures/attention_<gpu>.png; then benchmarks/gpu_check.py: the gpu-scale albert-sop trained for
+# MINUTES (default 2.5; the whole check about 8 minutes of an H100), its held-out evaluation beside the
+# baselines and its smoothness figure, to assets/benchmarks/gpu_check_<gpu>.json (with the GPU's name and
+# library versions) and assets/figures/gpu_check_<gpu>_layer_transitions.png. Without network, PACK=FILE
+# (made by `python -m minialbert pack --out FILE` where the course corpus is built) is unpacked into the
+# cache first. Without a GPU, the gpu scale's code paths run shortened:
 # `MINIALBERT_DRY_RUN=1 $(PY) benchmarks/gpu_check.py` (README, Scales, the dry run; `pytest -k gpu_dry_run`).
 gpu-check: $(STAMP)
 	@$(PY) benchmarks/attention.py --check-gpu
+	$(if $(PACK),$(PY) -m minialbert unpack $(PACK),@:)
 	$(PY) -m pytest -q tests/test_kernels.py tests/test_kernel_compile.py
 	$(PY) benchmarks/attention.py
-	$(PY) benchmarks/gpu_check.py
+	$(PY) benchmarks/gpu_check.py $(if $(MINUTES),--minutes $(MINUTES))
 
 lab: $(STAMP)
 	$(PY) -m jupyter lab $(NOTEBOOKS)

@@ -1,21 +1,24 @@
-"""`make gpu-check`'s last step, on a CUDA GPU: one gpu-scale zoo entry and its smoothness figure.
+"""`make gpu-check`'s last step, on one CUDA GPU: the gpu-scale albert-sop trained for a time budget.
 
-After the kernel tests and benchmarks/attention.py, this trains (or reads, when it is already built) the
-zoo entry albert-sop at the gpu scale (H = 768, 12 layers, 256 positions, 6000 pieces), reads its
-held-out evaluation and its training time per step, measures the layer-wise L2 / angle curves of the
-paper's smoothness figure on the scale's held-out test sequences, and writes it all, with the GPU's name
-and the library versions, to assets/benchmarks/gpu_check_<gpu>.json (the figure beside it:
-assets/figures/gpu_check_<gpu>_layer_transitions.{png,json}).
+After the kernel tests and benchmarks/attention.py, this builds the gpu scale's SOP sets (from the
+course corpus and the gpu tokenizer, unpacked from a pack where the machine has no network; every core),
+times the first steps of the gpu model (H = 768, E = 128, 12 shared layers, 6000 pieces, 256 positions,
+batch 128) on this GPU, sizes the run to the steps that fit in --minutes and the scale's warmup and
+linear decay to those steps (the scale's warmup share of its steps), trains it, evaluates it on the
+held-out split beside the MLM baselines (with the SOP classes' predicted shares, as the zoo does),
+measures lesson 06's layer-wise L2 / angle curves on the held-out test sequences, and writes it all,
+with the GPU's name and the library versions, to OUT/benchmarks/gpu_check_<gpu>.json (the figure:
+OUT/figures/gpu_check_<gpu>_layer_transitions.{png,json}). The last thing it prints is a short table.
 
-    python benchmarks/gpu_check.py                 # on a CUDA GPU; without one: refuses in one line, exit 2
+    python benchmarks/gpu_check.py --minutes 2.5 --out DIR     # on a CUDA GPU; without one: one line, exit 2
     MINIALBERT_DRY_RUN=1 python benchmarks/gpu_check.py --out DIR
-                                                   # any machine: the gpu scale's dry run (2 steps of batch 2,
-                                                   # 5 sequences) to check this script; its numbers measure
-                                                   # nothing, and it writes to DIR (default: a temporary
-                                                   # folder), never to assets/
+                                                   # any machine: the gpu scale's dry run (2 steps of batch
+                                                   # 2, 5 sequences) to check this script; its numbers
+                                                   # measure nothing, and it writes to DIR (default: a
+                                                   # temporary folder), never to assets/
 
-The entry is built in the cache like any zoo entry (`python -m minialbert zoo --only albert-sop --scale
-gpu` builds the same one); a second run reads it and measures the smoothness again.
+Without network: `python -m minialbert unpack PACK` first (with $MINIALBERT_CACHE set), PACK made by
+`python -m minialbert pack --out PACK` where the course corpus is built (make gpu-check PACK=PACK does it).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.metadata
+import math
+import os
 import platform
 import re
 import statistics
@@ -36,12 +41,17 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from attention import gpu_problem  # noqa: E402  (benchmarks/attention.py: the refusal make gpu-check starts with)
 
-from minialbert import zoo  # noqa: E402
 from minialbert.download import write_json  # noqa: E402
 from minialbert.scale import DRY_RUN_SUFFIX, SCALES, Scale, current_scale  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ENTRY = "albert-sop"
+OBJECTIVE = "sop"
+DEFAULT_MINUTES = 2.5           # training only: with the kernel tests (~1.5 min), the attention benchmark
+                                # (~2 min), the data (~0.5 min) and the evaluations, make gpu-check <= 8 min
+CALIBRATION_STEPS = 8           # timed on this GPU before the run is sized (a throwaway model)
+CURVE_POINTS = 4                # held-out evaluations during the run (the last at its end)
+CURVE_EXAMPLES = 2000           # held-out examples each of them scores (a fixed seeded sample)
 LIBRARIES = ("torch", "triton", "transformers", "numpy", "sentencepiece", "safetensors")
 DRY_NOTE = ("a dry run (MINIALBERT_DRY_RUN=1): the gpu scale's code paths at its real shapes with every step "
             "count and sample size capped; these numbers measure nothing")
@@ -50,12 +60,18 @@ DRY_NOTE = ("a dry run (MINIALBERT_DRY_RUN=1): the gpu scale's code paths at its
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", choices=list(SCALES), default="gpu",
-                   help="the scale of the zoo entry (default: gpu; $MINIALBERT_DRY_RUN=1 shortens it)")
+                   help="the scale of the run (default: gpu; $MINIALBERT_DRY_RUN=1 shortens it)")
+    p.add_argument("--minutes", type=float, default=DEFAULT_MINUTES,
+                   help=f"training time budget in minutes (default: {DEFAULT_MINUTES}); the steps that fit, "
+                        f"at most the scale's pretrain_steps")
     p.add_argument("--out", type=Path, default=None,
                    help="folder for benchmarks/ and figures/ (default: assets/; in a dry run a temporary "
                         "folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not (math.isfinite(args.minutes) and args.minutes > 0):
+        p.error(f"--minutes must be a number > 0, got {args.minutes}")
+    return args
 
 
 def is_dry(scale: Scale) -> bool:
@@ -85,7 +101,7 @@ def environment(device: torch.device) -> dict:
     """The machine: the GPU's name and capability (None on a CPU), CUDA, cuDNN, the libraries."""
     env = {"device": device.type, "gpu": None, "capability": None, "cuda": torch.version.cuda,
            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-           "host": platform.node(), "machine": platform.machine(),
+           "host": platform.node(), "machine": platform.machine(), "cpu_count": len(os.sched_getaffinity(0)),
            "measured_at_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"),
            "versions": versions()}
     if device.type == "cuda":
@@ -102,7 +118,7 @@ def slug(env: dict, dry: bool) -> str:
 
 
 def step_seconds(records: list[dict]) -> dict:
-    """Training seconds per step from an entry's metrics (the train records' cumulative `seconds`, held-out
+    """Training seconds per step from a run's metrics (the train records' cumulative `seconds`, held-out
     evaluations excluded): the mean over the run and the median of step-to-step differences (which leaves
     out the first step's warm-up and the occasional checkpoint)."""
     train = sorted((r["step"], r["seconds"]) for r in records if r.get("split") == "train" and "seconds" in r)
@@ -114,27 +130,35 @@ def step_seconds(records: list[dict]) -> dict:
             "median": statistics.median(diffs) if diffs else seconds / steps}
 
 
-def zoo_entry(scale: Scale, progress: bool) -> dict:
-    """Build the entry if it is missing (training on the GPU) and read what it measured."""
-    start = time.perf_counter()
-    zoo.build([ENTRY], scale, progress=progress)
-    row = zoo.status(scale, [ENTRY])[0]
-    args = zoo.entry_args(zoo.entry(ENTRY), scale)
-    cfg = zoo.entry_config(zoo.entry(ENTRY), scale)
-    return {"name": ENTRY, "dir": row["dir"], "state": row["state"],
-            "build_seconds_this_run": round(time.perf_counter() - start, 1),
-            "model": {"preset": scale.albert_preset, "hidden_size": cfg.hidden_size,
-                      "num_layers": cfg.num_layers, "embedding_size": cfg.embedding_size,
-                      "vocab_size": cfg.vocab_size, "max_position_embeddings": cfg.max_position_embeddings,
-                      "sharing": cfg.sharing},
-            "train": {"steps": args.steps, "batch_size": args.batch_size, "optimizer": args.optimizer,
-                      "lr": args.lr, "seq_len": scale.max_seq_len},
-            "seconds_per_step": step_seconds(zoo.metrics(ENTRY, scale)),
-            "heldout_evaluation": zoo.evaluation(ENTRY, scale)}
+def budgeted_steps(seconds: float, seconds_per_step: float, most: int) -> int:
+    """Optimizer steps that fit in `seconds` at `seconds_per_step` each: at least 1, at most `most`."""
+    if not (seconds > 0 and seconds_per_step > 0):
+        raise ValueError(f"need a budget and a step time > 0, got {seconds} and {seconds_per_step} s")
+    return max(1, min(most, int(seconds / seconds_per_step)))
 
 
-def smoothness(scale: Scale, device: torch.device, figure: Path, progress: bool) -> dict:
-    """The entry's layer-wise L2 / angle curves on the scale's held-out test sequences (lesson 06's
+def budgeted_schedule(scale: Scale, steps: int) -> dict:
+    """The scale's recipe sized to `steps`: its warmup share of its own steps (at least one step), then the
+    linear decay to 0 at `steps` (train.pretrain's schedule), its peak rate, optimizer and batch."""
+    warmup = min(steps, max(1, round(steps * scale.warmup_steps / scale.pretrain_steps)))
+    return {"steps": steps, "warmup": warmup, "lr": scale.learning_rate, "optimizer": scale.optimizer,
+            "batch_size": scale.batch_size, "eval_every": max(1, steps // CURVE_POINTS)}
+
+
+def calibrate(cfg, scale: Scale, train) -> float:
+    """Median seconds per optimizer step of the scale's model and batch on this machine (CALIBRATION_STEPS
+    of a throwaway model: the median of step-to-step times leaves out the first step's warm-up)."""
+    from minialbert.train import TrainArgs, pretrain
+
+    steps = min(CALIBRATION_STEPS, max(2, scale.pretrain_steps))       # a dry run's cap holds here too
+    args = TrainArgs.from_scale(scale, objective=OBJECTIVE, steps=steps, warmup=1, eval_every=0,
+                                checkpoint_every=0)
+    result = pretrain(cfg, args, train, None, progress=False)
+    return step_seconds(result.history)["median"]
+
+
+def smoothness(model, scale: Scale, device: torch.device, figure: Path, progress: bool) -> dict:
+    """The model's layer-wise L2 / angle curves on the scale's held-out test sequences (lesson 06's
     definition and sample), saved as a figure with its numbers; returns the numbers."""
     import matplotlib
 
@@ -147,35 +171,114 @@ def smoothness(scale: Scale, device: torch.device, figure: Path, progress: bool)
 
     batches = heldout_batches(course_pretraining_data("mlm", "test", scale), scale.smoothness_sequences,
                               scale.smoothness_batch)
-    model = zoo.load(ENTRY, scale, progress=False).to(device)
     start = time.perf_counter()
-    result = layer_transitions(model, batches, progress=progress).to_dict()
+    result = layer_transitions(model.to(device), batches, progress=progress).to_dict()
     seconds = time.perf_counter() - start
     axes = plot_layer_transitions({ENTRY: result})
     numbers = {"definition": DEFINITION, "sequences": result["sequences"],
                "interval": interval_note(result["sequences"]), "split": "test", "tokens": "all",
                "standardize": False, "scale": scale.name, "device": device.type, "seconds": round(seconds, 2),
-               "checkpoints": {ENTRY: str(zoo.entry_dir(zoo.entry(ENTRY), scale))},
                "results": {ENTRY: result}}
     path = save_figure(axes[0].figure, figure.name, numbers, figure.parent)
     plt.close(axes[0].figure)
     return {**numbers, "figure": str(path)}
 
 
-def run(scale: Scale, out: Path, progress: bool = True) -> Path:
+def left_plateau(evaluation: dict) -> bool:
+    """Has the model left the unigram plateau: is its [MASK] accuracy's 95% interval above the unigram
+    guess's (what a model that ignores the context scores)?"""
+    return evaluation["mlm"]["mask"]["ci95"][0] > evaluation["baselines"]["unigram"]["mask"]["ci95"][1]
+
+
+def train_budgeted(scale: Scale, minutes: float, device: torch.device, progress: bool) -> tuple[object, dict]:
+    """Build the data, time the first steps, train for `minutes`, evaluate beside the baselines; returns
+    the model and the record."""
+    from minialbert.course import course_pretraining_data
+    from minialbert.evaluation import MLMBaselines, evaluate_pretraining, format_report
+    from minialbert.train import TrainArgs, pretrain
+
+    seconds = {}
+    start = time.perf_counter()
+    train = course_pretraining_data(OBJECTIVE, "train", scale)          # every core (data_shards)
+    valid = course_pretraining_data(OBJECTIVE, "valid", scale)
+    seconds["data"] = time.perf_counter() - start
+    cfg = scale.model_config("albert")
+    start = time.perf_counter()
+    calibrated = calibrate(cfg, scale, train)
+    seconds["calibration"] = time.perf_counter() - start
+    steps = budgeted_steps(60 * minutes, calibrated, scale.pretrain_steps)
+    plan = budgeted_schedule(scale, steps)
+    args = TrainArgs.from_scale(scale, objective=OBJECTIVE, steps=plan["steps"], warmup=plan["warmup"],
+                                eval_every=plan["eval_every"], checkpoint_every=0,
+                                eval_examples=scale.eval_examples or CURVE_EXAMPLES)
+    start = time.perf_counter()
+    result = pretrain(cfg, args, train, valid, progress=progress)
+    seconds["training_with_evaluations"] = time.perf_counter() - start
+    start = time.perf_counter()
+    baselines = MLMBaselines.fit(train, cfg.vocab_size)
+    evaluation = evaluate_pretraining(result.model, valid, baselines, max_examples=scale.eval_examples,
+                                      batch_size=2 * scale.batch_size, progress=progress)
+    seconds["final_evaluation"] = time.perf_counter() - start
+    print(format_report(evaluation), file=sys.stderr)
+    curve = [{k: r[k] for k in ("step", "mask_accuracy", "mlm_loss", "sop_accuracy", "sop_predicted_1")
+              if k in r} for r in result.history if r["split"] == "valid"]
+    record = {"name": ENTRY, "objective": OBJECTIVE, "budget_minutes": minutes,
+              "model": {"preset": scale.albert_preset, "hidden_size": cfg.hidden_size,
+                        "num_layers": cfg.num_layers, "embedding_size": cfg.embedding_size,
+                        "vocab_size": cfg.vocab_size, "max_position_embeddings": cfg.max_position_embeddings,
+                        "sharing": cfg.sharing},
+              "data": {"train_examples": len(train), "valid_examples": len(valid),
+                       "shards": scale.data_shards},
+              "calibration": {"seconds_per_step": calibrated},
+              "train": {**plan, "seq_len": scale.max_seq_len, "weight_decay": args.weight_decay},
+              "seconds_per_step": step_seconds(result.history), "curve": curve,
+              "heldout_evaluation": evaluation, "left_plateau": left_plateau(evaluation),
+              "seconds": {k: round(v, 1) for k, v in seconds.items()}}
+    return result.model, record
+
+
+def summary(record: dict) -> str:
+    """The short table printed last."""
+    run, ev = record["run"], record["run"]["heldout_evaluation"]
+    mask, unigram = ev["mlm"]["mask"], ev["baselines"]["unigram"]["mask"]
+    sop = ev.get("sentence", {})
+    shares = " / ".join(f"{100 * v:.0f}%" for v in sop.get("predicted_shares", []))
+    curve = next(iter(record["smoothness"]["results"].values()))
+    rows = [("device", record["environment"]["gpu"] or record["environment"]["device"]),
+            ("steps / warmup / peak lr", f"{run['train']['steps']} / {run['train']['warmup']} / "
+                                         f"{run['train']['lr']:g} ({run['train']['optimizer']})"),
+            ("ms per step (median)", f"{1000 * run['seconds_per_step']['median']:.1f}"),
+            ("[MASK] accuracy [95%]", f"{100 * mask['accuracy']:.1f}% [{100 * mask['ci95'][0]:.1f}, "
+                                      f"{100 * mask['ci95'][1]:.1f}] (unigram "
+                                      f"{100 * unigram['accuracy']:.1f}%)"),
+            ("SOP accuracy, predicted", f"{100 * sop.get('accuracy', float('nan')):.1f}%, shares {shares}"),
+            ("left the plateau", "yes" if run["left_plateau"] else "no"),
+            ("L2, angle: first -> last layer", f"{curve['l2'][0]:.2f} -> {curve['l2'][-1]:.2f}, "
+                                              f"{curve['angle'][0]:.1f} -> {curve['angle'][-1]:.1f} deg"),
+            ("seconds", ", ".join(f"{k} {v:.0f}" for k, v in run["seconds"].items())
+             + f", total {record['seconds_total']:.0f}")]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def run(scale: Scale, out: Path, minutes: float = DEFAULT_MINUTES, progress: bool = True) -> Path:
     """The check at `scale`; returns the JSON file written under out/benchmarks."""
+    start = time.perf_counter()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     env = environment(device)
     name = f"gpu_check_{slug(env, is_dry(scale))}"
-    entry = zoo_entry(scale, progress)
-    curves = smoothness(scale, device, out / "figures" / f"{name}_layer_transitions", progress)
-    record = {"what": "make gpu-check: one gpu-scale zoo entry (held-out evaluation, training seconds per "
-                      "step) and its layer-wise smoothness (benchmarks/gpu_check.py)",
-              "dry_run": is_dry(scale), "scale": scale.name, "environment": env, "zoo_entry": entry,
-              "smoothness": curves}
+    model, trained = train_budgeted(scale, minutes, device, progress)
+    curves = smoothness(model, scale, device, out / "figures" / f"{name}_layer_transitions", progress)
+    record = {"what": "make gpu-check: the gpu-scale albert-sop trained for a time budget on this GPU, its "
+                      "held-out evaluation beside the baselines and its layer-wise smoothness "
+                      "(benchmarks/gpu_check.py)",
+              "dry_run": is_dry(scale), "scale": scale.name, "environment": env, "run": trained,
+              "smoothness": curves, "seconds_total": round(time.perf_counter() - start, 1)}
     if is_dry(scale):
         record["note"] = DRY_NOTE
-    return write_json(out / "benchmarks" / f"{name}.json", record)
+    path = write_json(out / "benchmarks" / f"{name}.json", record)
+    print(summary(record))
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 2
     out = args.out or (Path(tempfile.mkdtemp(prefix="gpu-check-")) if is_dry(scale) else REPO / "assets")
-    path = run(scale, out, progress=not args.quiet)
+    path = run(scale, out, args.minutes, progress=not args.quiet)
     print(f"wrote {path}" + (f" ({DRY_NOTE})" if is_dry(scale) else ""))
     return 0
 

@@ -214,7 +214,7 @@ def test_gpu_dry_run_figures_write_the_dry_runs_folder(gpu_dry):
     assert written["scale"] == dry.name and png.stat().st_size > 0 and finite(written["shares"])
 
 
-# ---------------------------------------------------------------- make gpu-check (issue 29, item 4)
+# ------------------------------------------------------- make gpu-check (issue 29, item 4; issue 49)
 REPO = Path(__file__).resolve().parent.parent
 GPU_CHECK = REPO / "benchmarks" / "gpu_check.py"
 
@@ -226,15 +226,17 @@ def load_gpu_check():
     return module
 
 
-def test_gpu_dry_run_make_gpu_check_runs_the_zoo_entry_and_smoothness_last():
-    """The recipe: the one-line refusal first, then the kernel tests, the attention benchmark, and
-    benchmarks/gpu_check.py (one gpu-scale zoo entry and the smoothness figure)."""
+def test_gpu_dry_run_make_gpu_check_unpacks_then_runs_the_budgeted_check_last():
+    """The recipe: the one-line refusal first, the pack unpacked where PACK is given, then the kernel
+    tests, the attention benchmark, and benchmarks/gpu_check.py (the time-budgeted run and its figure)."""
     text = (REPO / "Makefile").read_text()
     recipe = re.search(r"^gpu-check:.*\n((?:\t.*\n)+)", text, re.M).group(1).splitlines()
     commands = [line.strip().lstrip("@") for line in recipe]
     assert commands == ["$(PY) benchmarks/attention.py --check-gpu",
+                        "$(if $(PACK),$(PY) -m minialbert unpack $(PACK),@:)",
                         "$(PY) -m pytest -q tests/test_kernels.py tests/test_kernel_compile.py",
-                        "$(PY) benchmarks/attention.py", "$(PY) benchmarks/gpu_check.py"], commands
+                        "$(PY) benchmarks/attention.py",
+                        "$(PY) benchmarks/gpu_check.py $(if $(MINUTES),--minutes $(MINUTES))"], commands
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on machines without a GPU")
@@ -264,15 +266,51 @@ def test_gpu_dry_run_gpu_check_step_seconds_and_names():
     assert set(check.versions()) == {"python", *check.LIBRARIES}
 
 
+def test_gpu_dry_run_budgeted_steps_and_schedule():
+    """The run is sized to the steps that fit in the budget at the measured step time (at least one, at
+    most the scale's), and the scale's warmup share and linear decay to 0 are sized to those steps."""
+    from minialbert.optim import warmup_linear_decay
+
+    check = load_gpu_check()
+    assert check.budgeted_steps(150.0, 0.064, GPU.pretrain_steps) == 2343        # 2.5 min at 64 ms a step
+    assert check.budgeted_steps(150.0, 0.0641, 10_000) == 2340                   # rounded down: it fits
+    assert check.budgeted_steps(1.0, 5.0, 100) == 1 and check.budgeted_steps(1e6, 0.01, 500) == 500
+    for bad in ((0.0, 0.1), (10.0, 0.0), (10.0, float("nan"))):
+        with pytest.raises(ValueError, match="step time > 0"):
+            check.budgeted_steps(*bad, 10)
+    plan = check.budgeted_schedule(GPU, 2343)
+    share = GPU.warmup_steps / GPU.pretrain_steps
+    assert plan["warmup"] == round(2343 * share) and plan["steps"] == 2343
+    assert (plan["lr"], plan["optimizer"], plan["batch_size"]) == (GPU.learning_rate, GPU.optimizer, 128)
+    assert plan["eval_every"] == 2343 // check.CURVE_POINTS
+    assert check.budgeted_schedule(GPU, 3)["warmup"] == 1                        # never 0 warmup steps
+    dry = dry_run(GPU)
+    assert check.budgeted_schedule(dry, dry.pretrain_steps)["warmup"] <= dry.pretrain_steps
+    # the learning rate the run follows: up to the peak at the end of warmup, down to 0 at the last step
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([param], lr=plan["lr"])
+    schedule = warmup_linear_decay(optimizer, plan["warmup"], plan["steps"])
+    rates = []
+    for _ in range(plan["steps"]):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    peak = rates.index(max(rates))
+    assert peak == plan["warmup"] and max(rates) == pytest.approx(plan["lr"])
+    assert all(a < b for a, b in zip(rates[:peak], rates[1:peak + 1]))
+    assert all(a > b for a, b in zip(rates[peak:], rates[peak + 1:])) and rates[-1] < plan["lr"] / 100
+
+
 @pytest.mark.slow
 def test_gpu_dry_run_gpu_check_writes_its_json(gpu_dry, tmp_path, capsys):
-    """The JSON writer at the gpu scale's dry run (the zoo entry built above, or here): the entry's
-    held-out evaluation and seconds per step, the smoothness numbers and figure, the machine; marked as
-    a dry run that measures nothing, and nothing written under assets/."""
+    """The budgeted run at the gpu scale's dry run, end to end: data, step timing, training sized to the
+    budget, held-out evaluation beside the baselines, smoothness numbers and figure, the machine, the
+    summary table printed last; marked as a dry run that measures nothing, and nothing under assets/."""
     check = load_gpu_check()
     assets = sorted((REPO / "assets" / "benchmarks").iterdir())
-    assert check.main(["--out", str(tmp_path), "--quiet"]) == 0
-    assert "measure nothing" in capsys.readouterr().out
+    assert check.main(["--out", str(tmp_path), "--quiet", "--minutes", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "measure nothing" in out and "left the plateau" in out and "[MASK] accuracy" in out
     assert sorted((REPO / "assets" / "benchmarks").iterdir()) == assets
     written = json.loads((tmp_path / "benchmarks" / "gpu_check_dry-run.json").read_text())
     dry = current_scale()
@@ -281,13 +319,20 @@ def test_gpu_dry_run_gpu_check_writes_its_json(gpu_dry, tmp_path, capsys):
     env = written["environment"]
     assert env["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
     assert env["versions"]["torch"] and env["versions"]["python"]
-    entry = written["zoo_entry"]
-    assert entry["name"] == "albert-sop" and entry["state"] == "built"
-    assert (entry["model"]["hidden_size"], entry["model"]["num_layers"]) == (768, 12)
-    assert entry["seconds_per_step"]["steps"] == dry.zoo_steps and entry["seconds_per_step"]["mean"] > 0
-    assert finite(entry["heldout_evaluation"]["mlm"])
+    run = written["run"]
+    assert run["name"] == "albert-sop" and run["budget_minutes"] == 0.5
+    assert (run["model"]["hidden_size"], run["model"]["num_layers"]) == (768, 12)
+    assert 1 <= run["train"]["steps"] <= dry.pretrain_steps                      # the dry run's cap
+    assert run["seconds_per_step"]["steps"] == run["train"]["steps"] and run["seconds_per_step"]["mean"] > 0
+    assert run["calibration"]["seconds_per_step"] > 0
+    assert run["curve"] and run["curve"][-1]["step"] == run["train"]["steps"]
+    evaluation = run["heldout_evaluation"]
+    assert finite(evaluation["mlm"]) and set(evaluation["baselines"]) >= {"unigram"}
+    assert len(evaluation["sentence"]["predicted_shares"]) == 2
+    assert run["left_plateau"] == check.left_plateau(evaluation)
     curves = written["smoothness"]
-    (layers,) = [r["layers"] for r in curves["results"].values()]
-    assert len(layers) == 12 and curves["sequences"] == dry.smoothness_sequences and finite(curves["results"])
+    (result,) = curves["results"].values()
+    assert len(result["layers"]) == 12 and curves["sequences"] == dry.smoothness_sequences
+    assert finite(curves["results"])
     assert Path(curves["figure"]).stat().st_size > 0
     assert Path(curves["figure"]).parent == tmp_path / "figures"
