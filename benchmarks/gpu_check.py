@@ -52,6 +52,8 @@ DEFAULT_MINUTES = 2.5           # training only: with the kernel tests (~1.5 min
 CALIBRATION_STEPS = 8           # timed on this GPU before the run is sized (a throwaway model)
 CURVE_POINTS = 4                # held-out evaluations during the run (the last at its end)
 CURVE_EXAMPLES = 2000           # held-out examples each of them scores (a fixed seeded sample)
+FINAL_EXAMPLES = 8000           # held-out examples the final evaluation scores (the gpu scale's valid split
+                                # has tens of thousands; a dry run's scale caps both at its eval_examples)
 LIBRARIES = ("torch", "triton", "transformers", "numpy", "sentencepiece", "safetensors")
 DRY_NOTE = ("a dry run (MINIALBERT_DRY_RUN=1): the gpu scale's code paths at its real shapes with every step "
             "count and sample size capped; these numbers measure nothing")
@@ -216,7 +218,8 @@ def train_budgeted(scale: Scale, minutes: float, device: torch.device, progress:
     seconds["training_with_evaluations"] = time.perf_counter() - start
     start = time.perf_counter()
     baselines = MLMBaselines.fit(train, cfg.vocab_size)
-    evaluation = evaluate_pretraining(result.model, valid, baselines, max_examples=scale.eval_examples,
+    evaluation = evaluate_pretraining(result.model, valid, baselines,
+                                      max_examples=scale.eval_examples or FINAL_EXAMPLES,
                                       batch_size=2 * scale.batch_size, progress=progress)
     seconds["final_evaluation"] = time.perf_counter() - start
     print(format_report(evaluation), file=sys.stderr)

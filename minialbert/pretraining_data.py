@@ -411,6 +411,8 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
     n > 0 cuts the documents into n contiguous shards, each with its own stream (`build_shard`), built
     by `workers` processes (None: every core this process may use) and joined in shard order: the same
     bytes for any number of workers. NSP's random next segments then come from the pair's own shard.
+    The workers are spawned (they import minialbert afresh): a script that builds a sharded set runs
+    its work under `if __name__ == "__main__":`, as multiprocessing asks.
     """
     _check_objective(objective)
     path = None
