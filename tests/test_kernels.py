@@ -218,6 +218,18 @@ def test_version_2_outputs_in_the_layout_the_model_reads_back():
     torch.testing.assert_close(out, reference_attention(q, k, v), **TOLERANCE[torch.float32])
 
 
+def test_version_2_does_less_host_work_per_call():
+    """Launches, allocations and host reads of one forward+backward as the model calls the kernel."""
+    spec = importlib.util.spec_from_file_location("kernel_host_work", os.path.join(REPO, "benchmarks",
+                                                                                   "kernel_host_work.py"))
+    host_work = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(host_work)
+    v1, v2 = (host_work.model_like_call(version, device=DEVICE) for version in (1, 2))
+    assert v1["triton_launches"] == 4 and v2["triton_launches"] == 3
+    assert v1["host_reads"] == v2["host_reads"] == 0                  # check_lengths=False, as the model
+    assert v2["allocations"] < v1["allocations"] and v2["torch_kernels"] < v1["torch_kernels"]
+
+
 def run_python(code: str) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter with TRITON_INTERPRET unset (compiled Triton mode)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
