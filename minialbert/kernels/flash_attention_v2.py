@@ -185,8 +185,16 @@ def scale_dq_v2(DQ_ACC, DQ, sm_scale, numel, BLOCK: tl.constexpr):
 # GPU only: the tiles tried the first time a shape runs, as (BLOCK_M, BLOCK_N, num_warps, num_stages): the
 # largest head dim each is tried at (past it, the compile report finds it spills on some target). The forward
 # keeps a big query tile and streams key tiles; the backward program keeps a key tile and streams query tiles.
-FWD_TILES = {(64, 64, 4, 3): 128, (128, 32, 4, 3): 128, (128, 64, 4, 3): 64, (128, 64, 8, 3): 128}
-BWD_TILES = {(32, 64, 4, 2): 128, (64, 64, 4, 2): 64, (32, 128, 8, 2): 128, (64, 128, 8, 2): 64}
+# Found with minialbert.kernels.compile_report for sm_80, sm_89, sm_90 (assets/benchmarks/kernel_report.json).
+FWD_TILES = {
+    (64, 64, 4, 3): 128, (128, 32, 4, 3): 128,
+    (128, 64, 4, 3): 64, (128, 64, 8, 3): 64,          # d=128: spill on sm_80
+}
+BWD_TILES = {
+    (16, 64, 8, 2): 128, (32, 32, 8, 2): 128,          # the only ones that hold d=128 on sm_80 without spills
+    (32, 64, 4, 2): 64, (32, 128, 8, 2): 64,           # d=128: spill on sm_80 (and sm_90 for 32x64)
+    (64, 64, 8, 2): 32, (64, 128, 8, 2): 32,           # d=64: spill on sm_80
+}
 
 
 def candidate_tiles(tiles: dict, head_dim: int) -> list[tuple[int, int, int, int]]:
