@@ -155,6 +155,20 @@ def test_bad_input_raises_clear_error(name, version):
         fused_attention(*args, **{"version": version, **kwargs})
 
 
+@pytest.mark.skipif(CUDA, reason="pretends to be a T4 on a machine without a GPU")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_bfloat16_is_refused_below_compute_capability_8(version, monkeypatch):
+    from minialbert.kernels import flash_attention
+
+    x = torch.randn(1, 1, 16, 16).bfloat16()
+    monkeypatch.setattr(flash_attention, "INTERPRET", False)            # as if compiled, on a T4 (sm_75)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(flash_attention, "_capability", lambda device: (7, 5))
+    monkeypatch.setattr(torch.Tensor, "device", torch.device("cuda", 0))
+    with pytest.raises(ValueError, match=r"bfloat16 needs compute capability 8.0 .* has 7.5: use float16"):
+        fused_attention(x, x, x, version=version)
+
+
 def test_version_1_checks_lengths_by_default_and_version_2_clamps_them_on_the_gpu():
     q, k, v, do = make_inputs(2, 2, 24, 32, torch.float32, seed=5)
     too_long = torch.tensor([30, -2], device=DEVICE)           # read as [24, 0]: nothing read back

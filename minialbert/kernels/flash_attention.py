@@ -377,8 +377,8 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         if q.device.type != "cuda":
             raise ValueError(f"fused_attention runs on CUDA tensors; q is on {q.device}: "
                              "move q, k, v to 'cuda'")
-        if q.dtype == torch.bfloat16 and torch.cuda.get_device_capability(q.device) < (8, 0):
-            major, minor = torch.cuda.get_device_capability(q.device)
+        if q.dtype == torch.bfloat16 and _capability(q.device) < (8, 0):
+            major, minor = _capability(q.device)
             raise ValueError(f"bfloat16 needs compute capability 8.0 or newer (Ampere); this GPU has "
                              f"{major}.{minor}: use float16")
     elif q.dtype == torch.bfloat16:
@@ -427,6 +427,7 @@ def _validate_lengths(key_lengths, B: int, N: int, device: torch.device, check_r
         raise ValueError(f"key_lengths must lie in [0, N={N}], got {key_lengths.tolist()}")
 
 
+_capability = functools.cache(torch.cuda.get_device_capability)    # (major, minor) per device, asked once
 _FULL_LENGTHS: dict[tuple, torch.Tensor] = {}      # (B, N, device) -> all-N lengths, made once for version 2
 
 
