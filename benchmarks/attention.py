@@ -173,8 +173,8 @@ def timers(dry_run: bool, graphs: bool) -> dict:
             return statistics.median(times)
         return {"plain": wall, "graph": wall} if graphs else {"plain": wall}
     import triton.testing
-    plain = {"plain": lambda fn: triton.testing.do_bench(fn, warmup=10, rep=50)}
-    return {**plain, "graph": lambda fn: triton.testing.do_bench_cudagraph(fn, rep=50)} if graphs else plain
+    plain = {"plain": lambda fn: triton.testing.do_bench(fn, warmup=10, rep=40)}    # short: a 2-minute budget
+    return {**plain, "graph": lambda fn: triton.testing.do_bench_cudagraph(fn, rep=20)} if graphs else plain
 
 
 def bench_case(provider, q, k, v, do, lengths, passes, measures: dict) -> dict:
