@@ -329,13 +329,15 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
 
 
 def check_token_ids(data, vocab_size: int) -> None:
-    """Every token id of a dataset below the model's vocab_size: checked once, before training.
-    A PretrainingDataset keeps its ids in one flat tensor (one max); other datasets are read once."""
-    ids = getattr(data, "input_ids", None)
-    if isinstance(ids, torch.Tensor):
-        top = int(ids.max()) if ids.numel() else -1
+    """Every token id of a dataset (inputs and MLM labels) below the model's vocab_size: checked once,
+    before training. A PretrainingDataset keeps them in flat tensors (one max each); other datasets are
+    read once, example by example."""
+    flat = [getattr(data, name, None) for name in ("input_ids", "mlm_labels")]
+    if all(isinstance(t, torch.Tensor) for t in flat):
+        tensors = flat
     else:
-        top = max((int(ex["input_ids"].max()) for ex in data if ex["input_ids"].numel()), default=-1)
+        tensors = [ex[name] for ex in data for name in ("input_ids", "mlm_labels")]
+    top = max((int(t.max()) for t in tensors if t.numel()), default=-1)
     if top >= vocab_size:
         raise ValueError(f"token id {top} >= the model's vocab_size {vocab_size}: the data was "
                          f"tokenized with a bigger vocabulary; set vocab_size to the tokenizer's size")

@@ -226,7 +226,7 @@ BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "train_step_
 def test_gpu_training_benchmark_dry_run_writes_its_json(tmp_path):
     """benchmarks/train_step_gpu.py --dry-run: the GPU benchmark's harness on CPU, tiny shapes."""
     run = subprocess.run([sys.executable, str(BENCHMARK), "--dry-run", "--out", str(tmp_path),
-                          "--contenders", "sdpa", "transformers", "sdpa+compile", "triton"],
+                          "--contenders", "sdpa", "transformers", "triton", "sdpa+compile"],
                          capture_output=True, text=True, timeout=600,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert run.returncode == 0, run.stderr[-2000:]
@@ -242,7 +242,7 @@ def test_gpu_training_benchmark_dry_run_writes_its_json(tmp_path):
             assert row["vs_sdpa"] > 0 and row["vs_transformers"] > 0
     assert rows["sdpa", "ragged"]["real_tokens"] < rows["sdpa", "full"]["real_tokens"] == 4 * 32
     assert "need CUDA" in rows["triton", "full"]["skipped"]
-    assert run.stdout.strip().splitlines()[-1].split()[0] == "triton"    # the summary table ends the output
+    assert run.stdout.strip().splitlines()[-1].split()[0] == "sdpa+compile"   # the summary table ends it
 
 
 def test_gpu_training_benchmark_refuses_without_cuda_in_one_line():
@@ -250,3 +250,11 @@ def test_gpu_training_benchmark_refuses_without_cuda_in_one_line():
         pytest.skip("this machine has a GPU")
     run = subprocess.run([sys.executable, str(BENCHMARK)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and "CUDA" in run.stderr
+
+
+def test_token_ids_are_checked_once_before_the_first_step(tmp_path):
+    examples = synthetic_examples(16)
+    examples[5]["mlm_labels"][1] = TINY.vocab_size + 3              # a label the model cannot predict
+    with pytest.raises(ValueError, match=f"token id {TINY.vocab_size + 3} >= the model's vocab_size"):
+        pretrain(TINY, args(steps=2), examples, out_dir=tmp_path / "run", progress=False, collate_fn=collate)
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
