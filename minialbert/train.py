@@ -10,6 +10,12 @@ The run directory (config, metrics.jsonl, checkpoints, lock) is checkpoint.py's;
 restores the weights, optimizer, schedule and RNG exactly. Nothing is written into the run directory
 until the first step has succeeded, so a run that fails at its start leaves the directory as it found
 it. A non-finite loss or gradient stops the run before anything non-finite is logged or saved.
+
+A step does no work twice: the model returns its loss sums (the cross-entropies are computed once), the
+counts that normalise them stay on the device, the token ids were checked once when the run started,
+and what the step logs is read back to the host in one transfer, its only host read besides the
+masked-LM gather's size. Device and precision come from device.py; compile=True runs the forward
+under torch.compile.
 """
 
 from __future__ import annotations

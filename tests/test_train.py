@@ -258,3 +258,18 @@ def test_token_ids_are_checked_once_before_the_first_step(tmp_path):
     with pytest.raises(ValueError, match=f"token id {TINY.vocab_size + 3} >= the model's vocab_size"):
         pretrain(TINY, args(steps=2), examples, out_dir=tmp_path / "run", progress=False, collate_fn=collate)
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
+
+
+def test_compile_runs_the_same_steps(monkeypatch):
+    """pretrain(compile=True) trains through torch.compile's wrapper (dynamo with its eager backend
+    here: the graph capture without minutes of inductor codegen on CPU) to the same losses."""
+    import minialbert.train as train
+
+    data = synthetic_examples(32)
+    plain = pretrain(TINY, args(steps=3, eval_every=0), data, progress=False, collate_fn=collate).history
+    monkeypatch.setattr(train, "compiled", lambda net: train.torch.compile(net, backend="eager"))
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        compiled = pretrain(TINY, args(steps=3, eval_every=0), data, progress=False, collate_fn=collate,
+                            compile=True).history
+    assert [r["loss"] for r in compiled] == pytest.approx([r["loss"] for r in plain], rel=1e-5)
