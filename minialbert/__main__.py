@@ -237,7 +237,7 @@ def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
     for path in args.checkpoint:
         if not path.exists():
             raise FileNotFoundError(f"--checkpoint {path} does not exist")
-    device = choose_device()
+    device = str(choose_device())                               # as the JSON records it
     tokenizer = course_tokenizer(scale)
     dataset = course_pretraining_data("mlm", args.split, scale)
     sequences = args.sequences or scale.smoothness_sequences          # the scale's, as lesson 06's
