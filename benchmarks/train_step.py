@@ -5,6 +5,9 @@ alternate in one process so both see the same machine state. Prints tokens/s for
 
     python benchmarks/train_step.py                      # course-albert preset, batch 64 x 32 (the course's)
     python benchmarks/train_step.py --preset ci-albert --batch-size 8 --seq-len 64
+
+On a CUDA GPU, benchmarks/train_step_gpu.py times the gpu scale's step (backends, torch.compile, ragged
+batches, host syncs) against transformers.
 """
 
 from __future__ import annotations
