@@ -192,9 +192,9 @@ def left_plateau(evaluation: dict) -> bool:
     return evaluation["mlm"]["mask"]["ci95"][0] > evaluation["baselines"]["unigram"]["mask"]["ci95"][1]
 
 
-def train_budgeted(scale: Scale, minutes: float, device: torch.device, progress: bool) -> tuple[object, dict]:
-    """Build the data, time the first steps, train for `minutes`, evaluate beside the baselines; returns
-    the model and the record."""
+def train_budgeted(scale: Scale, minutes: float, progress: bool) -> tuple[torch.nn.Module, dict]:
+    """Build the data, time the first steps, train for `minutes` (on the GPU where there is one, as
+    train.pretrain chooses), evaluate beside the baselines; returns the model and the record."""
     from minialbert.course import course_pretraining_data
     from minialbert.evaluation import MLMBaselines, evaluate_pretraining, format_report
     from minialbert.train import TrainArgs, pretrain
@@ -210,6 +210,9 @@ def train_budgeted(scale: Scale, minutes: float, device: torch.device, progress:
     seconds["calibration"] = time.perf_counter() - start
     steps = budgeted_steps(60 * minutes, calibrated, scale.pretrain_steps)
     plan = budgeted_schedule(scale, steps)
+    print(f"gpu-check: data in {seconds['data']:.0f} s; {1000 * calibrated:.1f} ms a step, so {steps} steps "
+          f"(warmup {plan['warmup']}, peak lr {plan['lr']:g}, {plan['optimizer']}) in {minutes:g} min",
+          file=sys.stderr, flush=True)
     args = TrainArgs.from_scale(scale, objective=OBJECTIVE, steps=plan["steps"], warmup=plan["warmup"],
                                 eval_every=plan["eval_every"], checkpoint_every=0,
                                 eval_examples=scale.eval_examples or CURVE_EXAMPLES)
@@ -223,7 +226,8 @@ def train_budgeted(scale: Scale, minutes: float, device: torch.device, progress:
                                       batch_size=2 * scale.batch_size, progress=progress)
     seconds["final_evaluation"] = time.perf_counter() - start
     print(format_report(evaluation), file=sys.stderr)
-    curve = [{k: r[k] for k in ("step", "mask_accuracy", "mlm_loss", "sop_accuracy", "sop_predicted_1")
+    curve = [{k: r[k] for k in ("step", "mask_accuracy", "mask_loss", "mlm_loss", "sop_accuracy",
+                                       "sop_predicted_1")
               if k in r} for r in result.history if r["split"] == "valid"]
     record = {"name": ENTRY, "objective": OBJECTIVE, "budget_minutes": minutes,
               "model": {"preset": scale.albert_preset, "hidden_size": cfg.hidden_size,
@@ -270,7 +274,7 @@ def run(scale: Scale, out: Path, minutes: float = DEFAULT_MINUTES, progress: boo
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     env = environment(device)
     name = f"gpu_check_{slug(env, is_dry(scale))}"
-    model, trained = train_budgeted(scale, minutes, device, progress)
+    model, trained = train_budgeted(scale, minutes, progress)
     curves = smoothness(model, scale, device, out / "figures" / f"{name}_layer_transitions", progress)
     record = {"what": "make gpu-check: the gpu-scale albert-sop trained for a time budget on this GPU, its "
                       "held-out evaluation beside the baselines and its layer-wise smoothness "
