@@ -372,9 +372,9 @@ def test_an_entry_built_meanwhile_by_another_process_is_skipped(monkeypatch):
     trained = []
     train = zoo._train
 
-    def first_also_builds_the_other(e, scale, run_dir, progress, callbacks=()):
+    def first_also_builds_the_other(e, scale, run_dir, progress, callbacks=(), **options):
         trained.append(e.name)
-        train(e, scale, run_dir, progress, callbacks)
+        train(e, scale, run_dir, progress, callbacks, **options)
         if e.name == "albert-share-ffn":                         # "another process" builds the next one
             train(zoo.entry("albert-share-attention"), scale,
                   zoo.cache_entry_dir(zoo.entry("albert-share-attention"), scale), False)
