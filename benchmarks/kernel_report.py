@@ -1,13 +1,15 @@
-"""What the compiler makes of the fused-attention kernels on A100, L4/RTX 40 and H100/H200, without a GPU.
+"""What the compiler makes of the fused-attention kernels on T4, A100, L4/RTX 40 and H100/H200, without a GPU.
 
-Compiles every kernel of minialbert/kernels/flash_attention.py (forward, delta, dK/dV, dQ) under every tile
-configuration it may launch with (each autotune config for float16/bfloat16, the fixed 32 x 32 tiles for
-float32), for each head dim and for sm_80, sm_89 and sm_90, and records per compile: registers, shared
+Compiles every kernel of minialbert/kernels/flash_attention.py (forward, delta, dK/dV, dQ) and of
+flash_attention_v2.py (forward, the 5-product backward, dQ's scaling) under every tile configuration it may
+launch with (each tuned config for float16/bfloat16, the fixed 32 x 32 tiles for float32), for each head dim
+and for sm_80, sm_89 and sm_90 (and sm_75, the T4, in float16), and records per compile: registers, shared
 memory, spills (stack/local memory), tensor-core instructions in the PTX and SASS, whether a block can
 launch, and the theoretical occupancy (minialbert.kernels.compile_report). Compiler facts, not timings.
 
     python benchmarks/kernel_report.py                  # 828 compiles: 13 minutes on 2 cores
     python benchmarks/kernel_report.py --workers 8      # more processes on a bigger machine
+    python benchmarks/kernel_report.py --update         # compile only what the report lacks (same Triton)
 
 Writes assets/benchmarks/kernel_report.json (one record per line) and prints one line per kernel, target
 and dtype.
@@ -41,6 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workers", type=int, default=None, help="compile processes (default: one per CPU core)")
     p.add_argument("--out", type=Path, default=OUT, help="JSON file to write (default: %(default)s)")
+    p.add_argument("--update", action="store_true",
+                   help="keep the records of --out made with this Triton; compile only the new variants")
     return p.parse_args(argv)
 
 
@@ -75,18 +79,35 @@ def summary_lines(records: list[dict]) -> list[str]:
     return lines
 
 
+def kept_records(path: Path) -> tuple[dict, int]:
+    """The records of an earlier report by variant, if it was made with this Triton (else none), and the
+    seconds its compiles took."""
+    if not path.exists():
+        return {}, 0
+    report = json.loads(path.read_text())
+    if report["environment"]["triton"] != triton.__version__:
+        return {}, 0
+    fields = compile_report.Variant.__dataclass_fields__
+    kept = {compile_report.Variant(**{name: r[name] for name in fields}): r for r in report["records"]}
+    return kept, report["compile_seconds"]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     variants = compile_report.all_variants()
+    kept, earlier_seconds = kept_records(args.out) if args.update else ({}, 0)
+    todo = [v for v in variants if v not in kept]
     targets = ", ".join(compile_report.TARGETS)
-    print(f"compiling {len(variants)} kernel variants for {targets} ...", flush=True)
+    print(f"compiling {len(todo)} kernel variants for {targets} ({len(kept)} kept) ...", flush=True)
     start = time.perf_counter()
-    records = compile_report.compile_variants(variants, workers=args.workers)
+    compiled = dict(zip(todo, compile_report.compile_variants(todo, workers=args.workers)))
+    records = [kept.get(v) or compiled[v] for v in variants]
     seconds = time.perf_counter() - start
     report = {
         "note": "compiler facts (triton.compile + ptxas for each target, read with cuobjdump), not timings",
         "environment": environment(),
-        "compile_seconds": round(seconds),
+        "compile_seconds": round(seconds) + earlier_seconds,    # summed over --update runs
+        "compiled_in_last_run": len(todo),
         "limits": {name: asdict(limits) for name, limits in compile_report.TARGETS.items()},
         "records": records,
     }
@@ -95,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     text = text.replace('"records": []', f'"records": [\n{body}\n]') + "\n"
     atomic_write(args.out, text.encode())
     print("\n".join(summary_lines(records)))
-    print(f"{len(records)} compiles in {seconds / 60:.1f} min; wrote {args.out}")
+    print(f"{len(todo)} compiles in {seconds / 60:.1f} min ({len(records) - len(todo)} kept): {args.out}")
     return 0
 
 

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import triton
 
-from . import flash_attention
+from . import flash_attention, flash_attention_v2
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,10 @@ KIB = 1024
 # 32 / 24 / 32 per SM. Allocation units (256 registers per warp, 128 bytes of shared memory) are those of
 # NVIDIA's occupancy calculator for these capabilities.
 TARGETS = {
+    # Turing (T4), compute capability 7.5: 64 KiB of shared memory per SM and per block, 32 resident warps and
+    # 16 blocks per SM; no bfloat16 tensor cores, so fused_attention refuses bfloat16 there (float16 only).
+    "sm_75": GPULimits("sm_75", 75, "T4", shared_per_sm=64 * KIB, shared_per_block=64 * KIB,
+                       max_warps_per_sm=32, max_blocks_per_sm=16),
     "sm_80": GPULimits("sm_80", 80, "A100", shared_per_sm=164 * KIB, shared_per_block=163 * KIB,
                        max_warps_per_sm=64, max_blocks_per_sm=32),
     "sm_89": GPULimits("sm_89", 89, "L4 / L40S / RTX 40", shared_per_sm=100 * KIB, shared_per_block=99 * KIB,
@@ -80,13 +84,18 @@ TARGETS = {
 }
 WARP_SIZE = 32
 
-# The four kernels of flash_attention under short names, and the tile tables the three big ones autotune over.
-KERNELS = {"fwd": "_attn_fwd", "delta": "_attn_bwd_delta", "dkdv": "_attn_bwd_dkdv", "dq": "_attn_bwd_dq"}
+# The kernels under short names (the four of flash_attention, then the three of flash_attention_v2), and the
+# tile tables the big ones are tuned over (version 1 with triton.autotune, version 2 once per shape).
+KERNELS = {"fwd": "_attn_fwd", "delta": "_attn_bwd_delta", "dkdv": "_attn_bwd_dkdv", "dq": "_attn_bwd_dq",
+           "fwd_v2": "attn_fwd_v2", "bwd_v2": "attn_bwd_v2", "scale_dq_v2": "scale_dq_v2"}
+VERSION_2 = ("fwd_v2", "bwd_v2", "scale_dq_v2")
 AUTOTUNE_TILES = {"fwd": flash_attention.FWD_TILES, "dkdv": flash_attention.DKDV_TILES,
-                  "dq": flash_attention.DQ_TILES}
+                  "dq": flash_attention.DQ_TILES, "fwd_v2": flash_attention_v2.FWD_TILES,
+                  "bwd_v2": flash_attention_v2.BWD_TILES}
 DELTA_BLOCK_M = 64                # FusedAttention.backward launches _attn_bwd_delta with BLOCK_M=64 and
 DELTA_WARPS, DELTA_STAGES = 4, 3  # Triton's default warps and stages
 DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}   # torch name -> Triton type name
+TARGET_DTYPES = {"sm_75": ("float16",)}    # the T4 is compiled for in float16 only; other targets: DTYPES
 TENSOR_CORE_PTX = {"mma.sync": r"\bmma\.sync\.", "wgmma": r"\bwgmma\.mma_async\."}  # one count per line
 TENSOR_CORE_SHAPE = r"\b(mma\.sync|wgmma\.mma_async)\.\S*?\b(m\d+n\d+k\d+)\b"   # mma.sync.aligned.m16n8k16
 TENSOR_CORE_SASS = {"HMMA": r"\bHMMA\.", "HGMMA": r"\bHGMMA\."}
@@ -119,23 +128,36 @@ def launch_variants(kernel: str, dtype: str, head_dim: int, target: str) -> list
 
     float16/bfloat16: the configs autotuning tries at this head dim (the delta kernel has one fixed launch).
     float32: the FIXED_BLOCK tiles with FIXED_WARPS and FIXED_STAGES (float32 is never autotuned).
+    Version 2 likewise: its tile table's candidates at this head dim, fixed tiles for float32, and one fixed
+    launch of the dQ scaling kernel (SCALE_BLOCK elements, Triton's default warps and stages).
     """
     common = dict(kernel=kernel, target=target, dtype=dtype, head_dim=head_dim)
     if kernel == "delta":
         return [Variant(**common, block_m=DELTA_BLOCK_M, block_n=None, num_warps=DELTA_WARPS,
                         num_stages=DELTA_STAGES, autotuned=False)]
+    if kernel == "scale_dq_v2":
+        return [Variant(**common, block_m=flash_attention_v2.SCALE_BLOCK, block_n=None, num_warps=DELTA_WARPS,
+                        num_stages=DELTA_STAGES, autotuned=False)]
     if dtype == "float32":
         block = flash_attention.FIXED_BLOCK
         return [Variant(**common, block_m=block, block_n=block, num_warps=flash_attention.FIXED_WARPS,
                         num_stages=flash_attention.FIXED_STAGES, autotuned=False)]
+    if kernel in VERSION_2:
+        return [Variant(**common, block_m=m, block_n=n, num_warps=w, num_stages=s, autotuned=True)
+                for m, n, w, s in flash_attention_v2.candidate_tiles(AUTOTUNE_TILES[kernel], head_dim)]
     configs = flash_attention.autotune_configs(AUTOTUNE_TILES[kernel], head_dim)
     return [Variant(**common, block_m=c.kwargs["BLOCK_M"], block_n=c.kwargs["BLOCK_N"], num_warps=c.num_warps,
                     num_stages=c.num_stages, autotuned=True) for c in configs]
 
 
+def target_dtypes(target: str) -> tuple[str, ...]:
+    """The dtypes compiled for `target`: all of DTYPES, float16 only on the T4 (sm_75)."""
+    return TARGET_DTYPES.get(target, tuple(DTYPES))
+
+
 def all_variants() -> list[Variant]:
     """The full cross product: kernels x launch configs x targets x dtypes x head dims (over 800)."""
-    return [variant for kernel in KERNELS for target in TARGETS for dtype in DTYPES
+    return [variant for kernel in KERNELS for target in TARGETS for dtype in target_dtypes(target)
             for head_dim in flash_attention.HEAD_DIMS
             for variant in launch_variants(kernel, dtype, head_dim, target)]
 
@@ -145,14 +167,16 @@ def _signature(function, dtype: str) -> tuple[dict, dict]:
 
     q, k, v, o and their gradients have the input dtype; the log-sum-exp and delta are float32, lengths
     int32; scales are Python floats (fp32) and sizes ints (i32). Pointers from torch are 16-byte aligned and
-    N_CTX is taken to be a multiple of 16 (ALBERT's lengths), which the JIT turns into divisibility hints.
+    N_CTX is taken to be a multiple of 16 (ALBERT's lengths), which the JIT turns into divisibility hints;
+    so are version 2's strides (multiples of the head dim).
     """
     types = {name: f"*{DTYPES[dtype]}" for name in ("Q", "K", "V", "O", "DO", "DQ", "DK", "DV")}
-    types.update(LSE="*fp32", Delta="*fp32", Lengths="*i32", qk_scale="fp32", sm_scale="fp32",
-                 N_CTX="i32", N_HEADS="i32")
+    types.update(LSE="*fp32", Delta="*fp32", DQ_ACC="*fp32", Lengths="*i32", qk_scale="fp32", sm_scale="fp32",
+                 N_CTX="i32", N_HEADS="i32", numel="i32")
+    types.update({f"{prefix}stride_{axis}": "i32" for prefix in ("", "o_") for axis in "bhn"})
     signature = {name: types.get(name, "constexpr") for name in function.arg_names}
     aligned = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(function.arg_names)
-               if signature[name].startswith("*") or name == "N_CTX"}
+               if signature[name].startswith("*") or name == "N_CTX" or "stride" in name}
     return signature, aligned
 
 
@@ -167,9 +191,12 @@ def compile_variant(variant: Variant):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    function = getattr(flash_attention, KERNELS[variant.kernel])
+    module = flash_attention_v2 if variant.kernel in VERSION_2 else flash_attention
+    function = getattr(module, KERNELS[variant.kernel])
     signature, aligned = _signature(function, variant.dtype)
     constants = {"HEAD_DIM": variant.head_dim, "BLOCK_M": variant.block_m}
+    if variant.kernel == "scale_dq_v2":
+        constants = {"BLOCK": variant.block_m}
     if variant.block_n is not None:
         constants.update(BLOCK_N=variant.block_n, PRECISION="ieee" if variant.dtype == "float32" else "tf32")
     source = ASTSource(function, signature, constexprs=constants, attrs=aligned)

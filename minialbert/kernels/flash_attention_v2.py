@@ -183,12 +183,14 @@ def scale_dq_v2(DQ_ACC, DQ, sm_scale, numel, BLOCK: tl.constexpr):
 
 
 # GPU only: the tiles tried the first time a shape runs, as (BLOCK_M, BLOCK_N, num_warps, num_stages): the
-# largest head dim each is tried at (past it, the compile report finds it spills on some target). The forward
-# keeps a big query tile and streams key tiles; the backward program keeps a key tile and streams query tiles.
-# Found with minialbert.kernels.compile_report for sm_80, sm_89, sm_90 (assets/benchmarks/kernel_report.json).
+# largest head dim each is tried at (past it, it spills on sm_80 or sm_90). The forward keeps a big query tile
+# and streams key tiles; the backward program keeps a key tile and streams query tiles. Fitted with
+# minialbert.kernels.compile_report (assets/benchmarks/kernel_report.json, which also shows sm_89: there the
+# 32x64 and 32x128 backward tiles spill 8-16 bytes at d=64, and 128x32 forward tiles at d=128). The 64x64 w4
+# and 128x64 w8 forward tiles spill 8 bytes at d=32 on sm_80, so they are not in the table.
 FWD_TILES = {
-    (64, 64, 4, 3): 128, (128, 32, 4, 3): 128,
-    (128, 64, 4, 3): 64, (128, 64, 8, 3): 64,          # d=128: spill on sm_80
+    (128, 32, 4, 3): 128,
+    (128, 64, 4, 3): 64,                                # d=128: spills
 }
 BWD_TILES = {
     (16, 64, 8, 2): 128, (32, 32, 8, 2): 128,          # the only ones that hold d=128 on sm_80 without spills
