@@ -19,7 +19,8 @@ committed report: it covers today's configs with today's Triton and follows the 
 Both versions are covered (version 2: flash_attention_v2's forward, backward and dQ-scaling kernels). The T4
 (sm_75) is compiled for in float16 only (bfloat16 is refused there): Triton 3.9 multiplies tiles there with
 FMA instructions, not tensor cores, and every tile spills, so for sm_75 the rules are only that everything
-compiles and that every shape has a config that can launch; its facts are in the report.
+compiles and that every shape it accepts has a config that can launch (at d=128 some kernels have none in a
+T4's 64 KiB of shared memory, so fused_attention refuses d=128 below sm_80); its facts are in the report.
 """
 
 import json
@@ -70,7 +71,8 @@ def risk(record: dict) -> tuple:
 
 def riskiest(records: list[dict]) -> Variant:
     launchable = [r for r in records if r["error"] is None and r["fits"]]
-    return variant_of(max(launchable, key=risk))
+    compiled = [r for r in records if r["error"] is None]       # a T4 at d=128: nothing launches (refused)
+    return variant_of(max(launchable or compiled, key=risk))
 
 
 def live_variants() -> list[Variant]:
@@ -157,6 +159,8 @@ def test_compile_report_has_no_spills_where_autotuning_may_pick():
     assert not fixed, f"fixed launches that cannot launch: {fixed}"
     groups: dict[tuple, list[bool]] = {}
     for r in records:
+        if r["target"] in NO_TENSOR_CORES and r["head_dim"] > flash_attention.MAX_HEAD_DIM_BELOW_SM80:
+            continue                            # fused_attention refuses these (test_kernels.py checks)
         groups.setdefault((r["kernel"], r["target"], r["dtype"], r["head_dim"]), []).append(r["fits"])
     assert all(any(fits) for fits in groups.values()), "some shape has no config that can launch"
 

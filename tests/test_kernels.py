@@ -157,7 +157,7 @@ def test_bad_input_raises_clear_error(name, version):
 
 @pytest.mark.skipif(CUDA, reason="pretends to be a T4 on a machine without a GPU")
 @pytest.mark.parametrize("version", VERSIONS)
-def test_bfloat16_is_refused_below_compute_capability_8(version, monkeypatch):
+def test_bfloat16_and_head_dim_128_are_refused_below_compute_capability_8(version, monkeypatch):
     from minialbert.kernels import flash_attention
 
     x = torch.randn(1, 1, 16, 16).bfloat16()
@@ -167,6 +167,9 @@ def test_bfloat16_is_refused_below_compute_capability_8(version, monkeypatch):
     monkeypatch.setattr(torch.Tensor, "device", torch.device("cuda", 0))
     with pytest.raises(ValueError, match=r"bfloat16 needs compute capability 8.0 .* has 7.5: use float16"):
         fused_attention(x, x, x, version=version)
+    wide = torch.randn(1, 1, 16, 128).half()
+    with pytest.raises(ValueError, match=r"head_dim 128 needs compute capability 8.0 .* use head_dim <= 64"):
+        fused_attention(wide, wide, wide, version=version)
 
 
 def test_version_1_checks_lengths_by_default_and_version_2_clamps_them_on_the_gpu():

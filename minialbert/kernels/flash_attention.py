@@ -40,6 +40,7 @@ FIXED_BLOCK = 32                        # tiles where nothing is autotuned: inte
 # and by 8 bytes in dK/dV at d=32 on sm_89 (assets/benchmarks/kernel_report.json).
 FIXED_WARPS, FIXED_STAGES = 8, 2
 HEAD_DIMS = (16, 32, 64, 128)
+MAX_HEAD_DIM_BELOW_SM80 = 64            # a T4 (sm_75): at d=128 some kernels have no tile that fits
 MAX_PROGRAMS = 65535                    # CUDA's limit on the grid's second axis (batch x heads)
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
 VERSIONS = (1, 2)                       # 2: flash_attention_v2 (fewer launches, a 5-product backward)
@@ -381,10 +382,14 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         if q.device.type != "cuda":
             raise ValueError(f"fused_attention runs on CUDA tensors; q is on {q.device}: "
                              "move q, k, v to 'cuda'")
-        if q.dtype == torch.bfloat16 and _capability(q.device) < (8, 0):
+        if _capability(q.device) < (8, 0) and (q.dtype == torch.bfloat16 or d > MAX_HEAD_DIM_BELOW_SM80):
             major, minor = _capability(q.device)
-            raise ValueError(f"bfloat16 needs compute capability 8.0 or newer (Ampere); this GPU has "
-                             f"{major}.{minor}: use float16")
+            problem = ("bfloat16 needs compute capability 8.0 or newer (Ampere)" if q.dtype == torch.bfloat16
+                       else f"head_dim {d} needs compute capability 8.0 or newer (no tile fits 64 KiB of "
+                            "shared memory)")
+            raise ValueError(f"{problem}; this GPU has {major}.{minor}: use "
+                             f"{'float16' if q.dtype == torch.bfloat16 else 'head_dim <= 64'} or "
+                             "attention_backend='sdpa'")
     elif q.dtype == torch.bfloat16:
         raise ValueError("bfloat16 needs a CUDA GPU: Triton's interpreter computes bfloat16 dot products "
                          "wrongly; use float16 or float32 on CPU")
