@@ -302,9 +302,15 @@ def cmd_tokenizer(args: argparse.Namespace, scale: Scale) -> None:
         print("retrained on the course corpus: the same bytes")
 
 
+def pack_scale(args: argparse.Namespace) -> Scale:
+    """The scale pack and unpack carry: the gpu scale unless --scale names one (a dry run still applies)."""
+    return current_scale(args.scale or "gpu")
+
+
 def cmd_pack(args: argparse.Namespace, scale: Scale) -> None:
     from .pack import make_pack
 
+    scale = pack_scale(args)
     made = make_pack(scale, args.out)
     files = ", ".join(f"{name} ({f['bytes'] / 2**20:.1f} MiB)" for name, f in made["files"].items())
     print(f"{made['pack']}: {made['pack_bytes'] / 2**20:.1f} MiB, sha256 {made['pack_sha256']}, the "
@@ -315,7 +321,7 @@ def cmd_unpack(args: argparse.Namespace, scale: Scale) -> None:
     from .download import cache_dir
     from .pack import unpack
 
-    written = unpack(args.pack, scale)
+    written = unpack(args.pack, pack_scale(args))
     print(f"unpacked {args.pack} into {cache_dir()}: {len(written)} files, every sha256 checked")
 
 

@@ -274,14 +274,13 @@ def build_parser() -> Parser:
                               "without network)",
                  description="Write the course corpus's cache file and the scale's trained tokenizer (built "
                              "first where missing), with their sha256, into one gzipped tar of at most 48 "
-                             "MiB. Default scale: gpu.")
+                             "MiB. Default scale: gpu (not $MINIALBERT_SCALE).")
     pk.add_argument("--out", required=True, type=Path, help="the pack file to write")
-    pk.set_defaults(scale="gpu")
     un = command("unpack", help="check a pack's sha256s and put its files into the cache",
                  description="Check every file of a pack made by `pack` against its sha256, then write them "
-                             "into $MINIALBERT_CACHE (default: ~/.cache/minialbert). Default scale: gpu.")
+                             "into $MINIALBERT_CACHE (default: ~/.cache/minialbert). Default scale: gpu (not "
+                             "$MINIALBERT_SCALE).")
     un.add_argument("pack", type=Path, help="the pack file")
-    un.set_defaults(scale="gpu")
     return p
 
 

@@ -41,6 +41,8 @@ from .tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
 SHORT_SEQ_PROB = 0.1                    # how often an example aims at a random shorter length
 COURSE_SEED = 12345                     # the official script's default random_seed
 FORMAT_VERSION = 3                      # bump when the recipe changes: old caches stop matching
+MIN_SHARD_DOCUMENTS = 16                # a sharded build's fewest documents per shard (NSP draws its
+                                        # random next segments from the other documents of the shard)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,7 +410,8 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
     change to any of them builds afresh. A damaged cache file is reported and rebuilt, never trusted.
     digest: the documents' recorded hash where one names them (a pinned corpus); None: hash them here.
     shards: 0 draws every example from one random stream, as the official script does (one core);
-    n > 0 cuts the documents into n contiguous shards, each with its own stream (`build_shard`), built
+    n > 0 cuts the documents into n contiguous shards (fewer where a shard would hold under
+    MIN_SHARD_DOCUMENTS), each with its own stream (`build_shard`), built
     by `workers` processes (None: every core this process may use) and joined in shard order: the same
     bytes for any number of workers. NSP's random next segments then come from the pair's own shard.
     The workers are spawned (they import minialbert afresh): a script that builds a sharded set runs
@@ -458,6 +461,7 @@ def _build_shards(documents: Sequence[Document], tokenizer: Tokenizer, seed: int
                   workers: int | None, settings: dict) -> PretrainingDataset:
     """build_shard over `shards` contiguous slices of the documents in `workers` processes, joined in
     order; one progress line on stderr per tenth of the shards."""
+    shards = max(1, min(shards, len(documents) // MIN_SHARD_DOCUMENTS))
     workers = workers or len(os.sched_getaffinity(0))
     cuts = [len(documents) * k // shards for k in range(shards + 1)]
     jobs = [([d.sentences for d in documents[a:b]], tokenizer.model_proto, seed * 1_000_003 + k, settings)

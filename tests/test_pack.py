@@ -7,6 +7,7 @@ import hashlib
 import pytest
 
 from minialbert.__main__ import main
+from minialbert.cli import build_parser
 from minialbert.course import course_tokenizer, course_tokenizer_path
 from minialbert.pack import MAX_PACK_BYTES, make_pack, read_pack, unpack
 from minialbert.scale import SCALES
@@ -71,6 +72,9 @@ def test_unpack_refuses_another_scales_pack_and_a_missing_file(packed, tmp_path)
 
 
 def test_pack_and_unpack_commands(tmp_path, monkeypatch, capsys):
+    parser = build_parser()                      # their gpu default never leaks into another command's
+    assert parser.parse_args(["pretrain", "--out", "r"]).scale is None
+    assert parser.parse_args(["pack", "--out", "p"]).scale is None
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "made"))
     assert main(["pack", "--scale", "ci", "--out", str(tmp_path / "p.bin")]) == 0
     assert "sha256" in capsys.readouterr().out
