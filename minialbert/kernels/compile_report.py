@@ -72,9 +72,10 @@ KIB = 1024
 # NVIDIA's occupancy calculator for these capabilities.
 TARGETS = {
     # Turing (T4), compute capability 7.5: 64 KiB of shared memory per SM and per block, 32 resident warps and
-    # 16 blocks per SM; no bfloat16 tensor cores, so fused_attention refuses bfloat16 there (float16 only).
+    # 16 blocks per SM, and no 1 KiB kept per block (that reservation starts with 8.0); no bfloat16 tensor
+    # cores, so fused_attention refuses bfloat16 there (float16 only).
     "sm_75": GPULimits("sm_75", 75, "T4", shared_per_sm=64 * KIB, shared_per_block=64 * KIB,
-                       max_warps_per_sm=32, max_blocks_per_sm=16),
+                       max_warps_per_sm=32, max_blocks_per_sm=16, shared_reserved_per_block=0),
     "sm_80": GPULimits("sm_80", 80, "A100", shared_per_sm=164 * KIB, shared_per_block=163 * KIB,
                        max_warps_per_sm=64, max_blocks_per_sm=32),
     "sm_89": GPULimits("sm_89", 89, "L4 / L40S / RTX 40", shared_per_sm=100 * KIB, shared_per_block=99 * KIB,
@@ -245,7 +246,7 @@ def occupancy(registers: int, shared_bytes: int, num_warps: int, gpu: GPULimits)
     shared_per_block = _round_up(shared_bytes + gpu.shared_reserved_per_block, gpu.shared_unit)
     limits = {
         "registers": gpu.registers_per_sm // registers_per_warp // num_warps,
-        "shared memory": gpu.shared_per_sm // shared_per_block,
+        "shared memory": gpu.shared_per_sm // shared_per_block if shared_per_block else gpu.max_blocks_per_sm,
         "warps": gpu.max_warps_per_sm // num_warps,
         "blocks": gpu.max_blocks_per_sm,
     }
