@@ -115,10 +115,11 @@ SCALES = {
                     batch_size=64, pretrain_steps=12000, learning_rate=3e-3, warmup_steps=300,
                     eval_every=1500, dupe_factor=10, optimizer="adamw", zoo_steps=20000, zoo_evals=8,
                     step_seconds=0.1),
-    # gpu: AdamW at 3e-4 with a 10% warmup, not the paper's LAMB at 1.76e-3 (a batch-4,096 rate): LAMB at
-    # 1.76e-3 sat on the unigram plateau for 1,995 steps of this model on an H200 (issue 49), and on the
-    # permutation chains a 12-layer twin left the plateau by step 300 with AdamW and not in 800 steps
-    # with LAMB at any rate from 3e-4 to 1e-2 (benchmarks/gpu_recipe_probe.py; README, make gpu-check)
+    # gpu: AdamW at 3e-4 with a 10% warmup, not the paper's LAMB at 1.76e-3 (a batch-4,096 rate): on the
+    # permutation chains a 12-layer twin left the plateau by step 300 with AdamW and not in 800 steps with
+    # LAMB at any rate from 3e-4 to 1e-2 (benchmarks/gpu_recipe_probe.py). Not yet a recipe that learns:
+    # on an H200 both recipes were still on the unigram plateau after 1,500-2,173 steps (README, Triton
+    # fused attention: the gpu recipe; assets/benchmarks/gpu_check_nvidia-h200.json)
     "gpu": Scale("gpu", "gpu-albert", "gpu-bert", corpus="course", max_documents=None, batch_size=128,
                  pretrain_steps=20000, learning_rate=3e-4, warmup_steps=2000, eval_every=1000,
                  dupe_factor=10, optimizer="adamw", zoo_steps=20000, data_shards=64, figure_subdir="gpu"),

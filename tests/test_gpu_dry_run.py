@@ -13,7 +13,6 @@ import importlib.util
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -227,16 +226,19 @@ def load_gpu_check():
 
 
 def test_gpu_dry_run_make_gpu_check_unpacks_then_runs_the_budgeted_check_last():
-    """The recipe: the one-line refusal first, the pack unpacked where PACK is given, then the kernel
-    tests, the attention benchmark, and benchmarks/gpu_check.py (the time-budgeted run and its figure)."""
-    text = (REPO / "Makefile").read_text()
-    recipe = re.search(r"^gpu-check:.*\n((?:\t.*\n)+)", text, re.M).group(1).splitlines()
-    commands = [line.strip().lstrip("@") for line in recipe]
-    assert commands == ["$(PY) benchmarks/attention.py --check-gpu",
-                        "$(if $(PACK),$(PY) -m minialbert unpack $(PACK),@:)",
-                        "$(PY) -m pytest -q tests/test_kernels.py tests/test_kernel_compile.py",
-                        "$(PY) benchmarks/attention.py",
-                        "$(PY) benchmarks/gpu_check.py $(if $(MINUTES),--minutes $(MINUTES))"], commands
+    """The recipe, as make expands it for a machine without network (PY=python3, a pack, a budget): the
+    one-line refusal first, the pack unpacked, the compiled kernel tests (not the compile-for-target ones),
+    the attention benchmark at ALBERT's lengths, then benchmarks/gpu_check.py with the budget; no install."""
+    result = subprocess.run(["make", "-n", "gpu-check", "PY=python3", "PACK=pack.bin", "MINUTES=2"], cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    commands = result.stdout.strip().splitlines()
+    assert commands[0] == "python3 benchmarks/attention.py --check-gpu"
+    assert commands[1] == "python3 -m minialbert unpack pack.bin"
+    assert commands[2] == ("python3 -m pytest -q -p no:cacheprovider tests/test_kernels.py "
+                           '-k "not compile and not benchmark"')
+    assert commands[3].startswith("python3 benchmarks/attention.py --dtypes bfloat16 --head-configs 12x64 ")
+    assert commands[4:] == ["python3 benchmarks/gpu_check.py --minutes 2"], commands
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on machines without a GPU")
