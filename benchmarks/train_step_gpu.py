@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
-import inspect
 import json
 import platform
 import re
@@ -116,14 +115,6 @@ def make_batch(cfg: ma.AlbertConfig, args, ragged: bool, seed: int, device) -> d
     return {k: v.to(device) for k, v in batch.items()}
 
 
-def kernel_has_version() -> bool:
-    try:
-        from minialbert.kernels import fused_attention
-    except ImportError:
-        return False
-    return "version" in inspect.signature(fused_attention).parameters
-
-
 def adamw(model, targs: TrainArgs, device) -> torch.optim.AdamW:
     """The one optimizer, fused: its step counts stay on the device (the for-each AdamW reads each
     parameter's step count back with .item(), which the profiler would count against both models)."""
@@ -216,8 +207,6 @@ def run(args, save) -> tuple[list[dict], dict]:
         skip = None
         if name.startswith("triton") and args.dry_run:
             skip = "the Triton kernels need CUDA (the dry run is CPU)"
-        elif name == "triton-v2" and not kernel_has_version():
-            skip = "fused_attention has no version=2 in this checkout"
         elif elapsed > args.budget_s:
             skip = f"time budget: {elapsed:.0f} s spent, --budget-s {args.budget_s:.0f}"
         step = None

@@ -7,7 +7,6 @@ With sharing="none", embedding_size == hidden_size and embedding_projection=Fals
 
 from __future__ import annotations
 
-import inspect
 import math
 from dataclasses import dataclass
 
@@ -85,10 +84,10 @@ class SelfAttention(nn.Module):
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.LayerNorm = nn.LayerNorm(H, eps=cfg.layer_norm_eps)
         # The backend is chosen here, once: a missing Triton fails when the model is built.
-        self.kernel_options = {}
         if self.backend.startswith("triton"):
-            self.fused_attention = triton_attention(self.backend)
-            self.kernel_options = {"version": 2} if self.backend == "triton-v2" else {}
+            from .kernels import fused_attention  # imports triton only when asked for
+            self.fused_attention = fused_attention
+            self.kernel_version = 2 if self.backend == "triton-v2" else 1
 
     def forward(self, x, attend, key_lengths=None):    # x: (B, N, H), attend: (B, 1, 1, N) bool
         q, k, v = (split_heads(t, self.num_heads) for t in self.qkv(x).chunk(3, dim=-1))  # 3 x (B, h, N, d)
@@ -99,18 +98,9 @@ class SelfAttention(nn.Module):
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=p)
         else:   # lengths were computed (and checked) once per batch by the encoder: no host read here
             context = self.fused_attention(q, k, v, key_lengths=key_lengths, check_lengths=False,
-                                           **self.kernel_options)
+                                           version=self.kernel_version)
         context = merge_heads(context)                                      # (B, N, H)
         return self.LayerNorm(x + self.dropout(self.dense(context)))        # post-LN residual
-
-
-def triton_attention(backend: str):
-    """minialbert.kernels.fused_attention, imported when a model with a Triton backend is built."""
-    from .kernels import fused_attention  # imports triton only when asked for
-    if backend == "triton-v2" and "version" not in inspect.signature(fused_attention).parameters:
-        raise ValueError("attention_backend='triton-v2' needs a fused_attention that takes version=2; "
-                         "this minialbert.kernels has only the first kernel: use attention_backend='triton'")
-    return fused_attention
 
 
 class FeedForward(nn.Module):

@@ -298,11 +298,6 @@ def test_triton_backends_are_chosen_when_the_model_is_built():
     from minialbert.kernels import fused_attention
 
     attention = ma.AlbertModel(tiny(attention_backend="triton")).encoder.groups[0][0].attention
-    assert attention.fused_attention is fused_attention and attention.kernel_options == {}
-    import inspect
-    if "version" in inspect.signature(fused_attention).parameters:
-        attention = ma.AlbertModel(tiny(attention_backend="triton-v2")).encoder.groups[0][0].attention
-        assert attention.kernel_options == {"version": 2}
-    else:
-        with pytest.raises(ValueError, match="takes version=2"):
-            ma.AlbertModel(tiny(attention_backend="triton-v2"))
+    assert attention.fused_attention is fused_attention and attention.kernel_version == 1
+    attention = ma.AlbertModel(tiny(attention_backend="triton-v2")).encoder.groups[0][0].attention
+    assert attention.kernel_version == 2
