@@ -3,7 +3,7 @@
 A machine without network (a GPU node, a cluster without internet) cannot build the course corpus,
 which pip fetches, and should not spend minutes training the gpu scale's tokenizer. `make_pack` writes
 what the scale's data needs from the cache (the course corpus's cache file and the scale's tokenizer,
-each with its .sha256 beside it) into one gzipped tar with a manifest of every file's sha256 and size;
+each with its .sha256 beside it) into one xz-compressed tar with a manifest of every file's sha256 and size;
 `unpack` checks all of them before it writes anything into the cache, so a damaged or truncated pack
 fails in one line naming the file. The pretraining sets themselves are not packed: they are hundreds
 of megabytes, and are built from these files with every core (course.course_pretraining_data).
@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import lzma
 import tarfile
-import zlib
 from pathlib import Path, PurePosixPath
 
 from .corpus import COURSE_CORPUS_SHA256, course_corpus
@@ -28,7 +28,7 @@ from .scale import DRY_RUN_SUFFIX, Scale
 
 MANIFEST = "MANIFEST.json"
 TOKENIZERS = "tokenizers"              # the cache folder of trained tokenizers (course.py)
-PACK_FORMAT = 1
+PACK_FORMAT = 2                         # 2: xz (1 was gzip: 10.5 MiB for the gpu scale)
 MAX_PACK_BYTES = 48 * 2**20             # what a device call can carry beside the working tree
 
 
@@ -50,7 +50,7 @@ def pack_files(scale: Scale) -> list[Path]:
 
 
 def make_pack(scale: Scale, out: str | Path) -> dict:
-    """Write the scale's pack to `out` (a gzipped tar, the same bytes for the same files); returns its
+    """Write the scale's pack to `out` (an xz tar, the same bytes for the same files); returns its
     manifest. Refuses a pack over MAX_PACK_BYTES."""
     root, out = cache_dir(), Path(out)
     members = {f.relative_to(root).as_posix(): f.read_bytes() for f in pack_files(scale)}
@@ -59,23 +59,18 @@ def make_pack(scale: Scale, out: str | Path) -> dict:
                           for name, data in members.items()}}
     members = {MANIFEST: json.dumps(manifest, indent=1, sort_keys=True).encode(), **members}
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT, compresslevel=9) as tar:
+    with tarfile.open(fileobj=buffer, mode="w:xz", format=tarfile.PAX_FORMAT, preset=9) as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(data), 0o644, 0     # no dates: same files, same bytes
             tar.addfile(info, io.BytesIO(data))
-    data = _without_gzip_time(buffer.getvalue())
+    data = buffer.getvalue()                             # xz stores no time: same files, same bytes
     if len(data) > MAX_PACK_BYTES:
         raise ValueError(f"the pack for scale {scale.name!r} would be {len(data) / 2**20:.1f} MiB, over the "
                          f"{MAX_PACK_BYTES / 2**20:.0f} MiB a device call carries")
     atomic_write(out, data)
     return {**manifest, "pack": str(out), "pack_bytes": len(data),
             "pack_sha256": hashlib.sha256(data).hexdigest()}
-
-
-def _without_gzip_time(data: bytes) -> bytes:
-    """gzip writes the time into bytes 4-7 of its header; zero them so a pack's bytes depend on its files."""
-    return data[:4] + b"\0\0\0\0" + data[8:]
 
 
 def read_pack(path: str | Path) -> dict[str, bytes]:
@@ -86,11 +81,11 @@ def read_pack(path: str | Path) -> dict[str, bytes]:
         raise FileNotFoundError(f"pack {path} does not exist; make one with `python -m minialbert pack --out "
                                 f"{path}` where the course corpus is built")
     try:
-        with tarfile.open(path, mode="r:gz") as tar:
+        with tarfile.open(path, mode="r:xz") as tar:
             members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
         manifest = json.loads(members[MANIFEST])
         files = {MANIFEST: None, **manifest["files"]}
-    except (tarfile.TarError, OSError, EOFError, zlib.error, KeyError, ValueError, TypeError) as e:
+    except (tarfile.TarError, OSError, EOFError, lzma.LZMAError, KeyError, ValueError, TypeError) as e:
         raise ValueError(f"pack {path} is damaged or not a pack ({type(e).__name__}: {e}); make it again "
                          "with `python -m minialbert pack --out FILE`") from None
     if manifest.get("format") != PACK_FORMAT:

@@ -229,8 +229,9 @@ def test_gpu_dry_run_make_gpu_check_unpacks_then_runs_the_budgeted_check_last():
     """The recipe, as make expands it for a machine without network (PY=python3, a pack, a budget): the
     one-line refusal first, the pack unpacked, the compiled kernel tests (not the compile-for-target ones),
     the attention benchmark at ALBERT's lengths, then benchmarks/gpu_check.py with the budget; no install."""
-    result = subprocess.run(["make", "-n", "gpu-check", "PY=python3", "PACK=pack.bin", "MINUTES=2"], cwd=REPO,
-                            capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}  # make test
+    result = subprocess.run(["make", "-n", "--no-print-directory", "gpu-check", "PY=python3", "PACK=pack.bin",
+                             "MINUTES=2"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     commands = result.stdout.strip().splitlines()
     assert commands[0] == "python3 benchmarks/attention.py --check-gpu"
