@@ -3,8 +3,9 @@
 On an H200 the gpu-scale albert-sop stayed on the unigram plateau, and its shared layer converged to a fixed
 point (assets/benchmarks/gpu_check_nvidia-h200.json). This asks whether the collapse is there before any
 training: for each preset, the mean cosine similarity between different tokens of a sequence, layer by layer,
-at initialisation (seed 0), on random token ids (no corpus needed). The anchor is course-albert, which
-leaves the plateau at the course scale.
+at initialisation (seed 0), on random token ids (no corpus needed); and the gpu model at half and twice its
+initialisation scale (initializer_range, 0.02 in the paper). The anchor is course-albert, which leaves the
+plateau at the course scale.
 
     python benchmarks/token_collapse_at_init.py       # seconds on a CPU; writes the JSON below
 """
@@ -22,12 +23,16 @@ from minialbert.download import write_json
 from minialbert.model import init_weights
 
 REPO = Path(__file__).resolve().parent.parent
-PRESETS = ("course-albert", "gpu-albert", "gpu-bert")
+# (label, preset, config changes): the presets, then the gpu model at other initialisation scales
+MODELS = (("course-albert", "course-albert", {}), ("gpu-albert", "gpu-albert", {}),
+          ("gpu-bert", "gpu-bert", {}),
+          ("gpu-albert, init 0.01", "gpu-albert", {"initializer_range": 0.01}),
+          ("gpu-albert, init 0.04", "gpu-albert", {"initializer_range": 0.04}))
 
 
-def token_cosine_per_layer(preset: str, sequences: int, seed: int) -> list[float]:
+def token_cosine_per_layer(preset: str, changes: dict, sequences: int, seed: int) -> list[float]:
     """Mean cosine between different tokens of a sequence: the embedding output, then each layer's."""
-    cfg = ma.AlbertConfig.preset(preset)
+    cfg = ma.AlbertConfig.preset(preset, **changes)
     torch.manual_seed(seed)
     model = ma.AlbertModel(cfg).eval()
     model.apply(lambda m: init_weights(m, cfg.initializer_range))
@@ -50,10 +55,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=REPO / "assets" / "benchmarks" / "token_collapse_at_init.json")
     args = p.parse_args()
-    rows = {preset: token_cosine_per_layer(preset, args.sequences, args.seed) for preset in PRESETS}
+    rows = {label: token_cosine_per_layer(preset, changes, args.sequences, args.seed)
+            for label, preset, changes in MODELS}
     anchor = rows["course-albert"]
     for preset, cosines in rows.items():
-        print(f"{preset:>14}: input {cosines[0]:.3f} -> last layer {cosines[-1]:.3f} "
+        print(f"{preset:>22}: input {cosines[0]:.3f} -> last layer {cosines[-1]:.3f} "
               f"({cosines[-1] / anchor[-1]:.2f}x course-albert's last layer)")
     write_json(args.out, {"what": "mean cosine similarity between different tokens of a sequence, the "
                                   "embedding output then each layer's, at initialisation (random token ids)",
