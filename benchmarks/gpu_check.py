@@ -41,6 +41,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from attention import gpu_problem  # noqa: E402  (benchmarks/attention.py: the refusal make gpu-check starts with)
 
+from minialbert.cli import parse_override  # noqa: E402
 from minialbert.download import write_json  # noqa: E402
 from minialbert.scale import DRY_RUN_SUFFIX, SCALES, Scale, current_scale  # noqa: E402
 
@@ -69,6 +70,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None,
                    help="folder for benchmarks/ and figures/ (default: assets/; in a dry run a temporary "
                         "folder)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], type=parse_override,
+                   metavar="KEY=VALUE", help="change a field of the model's config, e.g. --set "
+                                             "initializer_range=0.01 (repeatable; the JSON's name says so)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     args = p.parse_args(argv)
     if not (math.isfinite(args.minutes) and args.minutes > 0):
@@ -117,6 +121,12 @@ def slug(env: dict, dry: bool) -> str:
     if dry or not env["gpu"]:
         return "dry-run"
     return re.sub(r"[^a-z0-9]+", "-", env["gpu"].lower()).strip("-")
+
+
+def record_name(env: dict, dry: bool, overrides: list[tuple[str, object]]) -> str:
+    """gpu_check_<gpu>, then each changed config field: a variant never overwrites the check's file."""
+    changed = "".join(f"_{key}-{value}" for key, value in overrides)
+    return f"gpu_check_{slug(env, dry)}{re.sub(r'[^A-Za-z0-9_.-]+', '-', changed)}"
 
 
 def step_seconds(records: list[dict]) -> dict:
@@ -192,7 +202,8 @@ def left_plateau(evaluation: dict) -> bool:
     return evaluation["mlm"]["mask"]["ci95"][0] > evaluation["baselines"]["unigram"]["mask"]["ci95"][1]
 
 
-def train_budgeted(scale: Scale, minutes: float, progress: bool) -> tuple[torch.nn.Module, dict]:
+def train_budgeted(scale: Scale, minutes: float, progress: bool,
+                   overrides: list[tuple[str, object]] = ()) -> tuple[torch.nn.Module, dict]:
     """Build the data, time the first steps, train for `minutes` (on the GPU where there is one, as
     train.pretrain chooses), evaluate beside the baselines; returns the model and the record."""
     from minialbert.course import course_pretraining_data
@@ -204,7 +215,7 @@ def train_budgeted(scale: Scale, minutes: float, progress: bool) -> tuple[torch.
     train = course_pretraining_data(OBJECTIVE, "train", scale)          # every core (data_shards)
     valid = course_pretraining_data(OBJECTIVE, "valid", scale)
     seconds["data"] = time.perf_counter() - start
-    cfg = scale.model_config("albert")
+    cfg = scale.model_config("albert", **dict(overrides))
     start = time.perf_counter()
     calibrated = calibrate(cfg, scale, train)
     seconds["calibration"] = time.perf_counter() - start
@@ -233,7 +244,8 @@ def train_budgeted(scale: Scale, minutes: float, progress: bool) -> tuple[torch.
               "model": {"preset": scale.albert_preset, "hidden_size": cfg.hidden_size,
                         "num_layers": cfg.num_layers, "embedding_size": cfg.embedding_size,
                         "vocab_size": cfg.vocab_size, "max_position_embeddings": cfg.max_position_embeddings,
-                        "sharing": cfg.sharing},
+                        "sharing": cfg.sharing, "initializer_range": cfg.initializer_range,
+                        "changed": dict(overrides)},
               "data": {"train_examples": len(train), "valid_examples": len(valid),
                        "shards": scale.data_shards},
               "calibration": {"seconds_per_step": calibrated},
@@ -268,13 +280,14 @@ def summary(record: dict) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
-def run(scale: Scale, out: Path, minutes: float = DEFAULT_MINUTES, progress: bool = True) -> Path:
+def run(scale: Scale, out: Path, minutes: float = DEFAULT_MINUTES, progress: bool = True,
+        overrides: list[tuple[str, object]] = ()) -> Path:
     """The check at `scale`; returns the JSON file written under out/benchmarks."""
     start = time.perf_counter()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     env = environment(device)
-    name = f"gpu_check_{slug(env, is_dry(scale))}"
-    model, trained = train_budgeted(scale, minutes, progress)
+    name = record_name(env, is_dry(scale), overrides)
+    model, trained = train_budgeted(scale, minutes, progress, overrides)
     curves = smoothness(model, scale, device, out / "figures" / f"{name}_layer_transitions", progress)
     record = {"what": "make gpu-check: the gpu-scale albert-sop trained for a time budget on this GPU, its "
                       "held-out evaluation beside the baselines and its layer-wise smoothness "
@@ -296,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 2
     out = args.out or (Path(tempfile.mkdtemp(prefix="gpu-check-")) if is_dry(scale) else REPO / "assets")
-    path = run(scale, out, args.minutes, progress=not args.quiet)
+    path = run(scale, out, args.minutes, progress=not args.quiet, overrides=args.overrides)
     print(f"wrote {path}" + (f" ({DRY_NOTE})" if is_dry(scale) else ""))
     return 0
 

@@ -265,6 +265,11 @@ def test_gpu_dry_run_gpu_check_step_seconds_and_names():
     assert check.step_seconds([])["mean"] is None
     env = {"gpu": "NVIDIA H100 80GB HBM3"}
     assert check.slug(env, dry=False) == "nvidia-h100-80gb-hbm3" and check.slug(env, dry=True) == "dry-run"
+    overrides = check.parse_args(["--set", "initializer_range=0.01"]).overrides
+    assert overrides == [("initializer_range", 0.01)] and check.parse_args([]).overrides == []
+    assert check.record_name(env, False, []) == "gpu_check_nvidia-h100-80gb-hbm3"
+    variant = check.record_name(env, False, overrides)
+    assert variant == "gpu_check_nvidia-h100-80gb-hbm3_initializer_range-0.01"
     assert check.refusal(dry_run(GPU)) is None               # a dry run runs anywhere
     assert set(check.versions()) == {"python", *check.LIBRARIES}
 
