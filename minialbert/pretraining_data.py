@@ -462,7 +462,8 @@ def _build_shards(documents: Sequence[Document], tokenizer: Tokenizer, seed: int
     """build_shard over `shards` contiguous slices of the documents in `workers` processes, joined in
     order; one progress line on stderr per tenth of the shards."""
     shards = max(1, min(shards, len(documents) // MIN_SHARD_DOCUMENTS))
-    workers = workers or len(os.sched_getaffinity(0))
+    if not workers:                              # every core this process may use (macOS: all cores)
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     cuts = [len(documents) * k // shards for k in range(shards + 1)]
     jobs = [([d.sentences for d in documents[a:b]], tokenizer.model_proto, seed * 1_000_003 + k, settings)
             for k, (a, b) in enumerate(zip(cuts, cuts[1:]))]
