@@ -107,7 +107,7 @@ def environment(device: torch.device) -> dict:
     """The machine: the GPU's name and capability (None on a CPU), CUDA, cuDNN, the libraries."""
     env = {"device": device.type, "gpu": None, "capability": None, "cuda": torch.version.cuda,
            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-           "host": platform.node(), "machine": platform.machine(), "cpu_count": len(os.sched_getaffinity(0)),
+           "host": platform.node(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
            "measured_at_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"),
            "versions": versions()}
     if device.type == "cuda":

@@ -17,11 +17,7 @@ About 1-2 minutes on an H100 (torch.compile's compilation included).
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
-import json
-import platform
-import re
 import statistics
 import subprocess
 import sys
@@ -29,10 +25,12 @@ import time
 from pathlib import Path
 
 import torch
+from gpu_check import environment, slug
 from train_step import hf_model
 
 import minialbert as ma
 from minialbert.device import Precision
+from minialbert.download import write_json
 from minialbert.optim import warmup_linear_decay
 from minialbert.train import TrainArgs, compiled, train_step
 
@@ -69,33 +67,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def environment(dry_run: bool) -> dict:
-    import transformers
-
-    env = {"torch": torch.__version__, "transformers": transformers.__version__,
-           "python": platform.python_version(),
-           "measured_at_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")}
+def commit() -> str | None:
+    """The checkout's commit (None where git cannot say)."""
     try:
-        import triton
-        env["triton"] = triton.__version__
-    except ImportError:
-        env["triton"] = None
-    try:
-        env["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                       text=True, timeout=10).stdout.strip() or None
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                              text=True, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
-        env["commit"] = None
-    if dry_run:
-        return {**env, "gpu": "no GPU (dry run on CPU: timings are not measurements)", "driver": None,
-                "cuda": None, "capability": None}
-    try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
-    except (OSError, IndexError, subprocess.SubprocessError):
-        driver = None
-    major, minor = torch.cuda.get_device_capability()
-    return {**env, "gpu": torch.cuda.get_device_name(), "driver": driver, "cuda": torch.version.cuda,
-            "capability": f"sm_{major}{minor}"}
+        return None
 
 
 def make_batch(cfg: ma.AlbertConfig, args, ragged: bool, seed: int, device) -> dict:
@@ -269,17 +247,14 @@ def main(argv=None) -> int:
         print("no CUDA GPU found: this benchmark times training steps on a CUDA GPU; "
               "check the harness on CPU with --dry-run", file=sys.stderr)
         return 2
-    env = environment(args.dry_run)
-    print(f"# {env['gpu']} | torch {env['torch']} | triton {env['triton']} | transformers "
-          f"{env['transformers']}", flush=True)
-    slug = "dry-run" if args.dry_run else re.sub(r"[^a-z0-9]+", "-", env["gpu"].lower()).strip("-")
-    out = args.out or REPO / "assets" / "benchmarks"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"train_step_{slug}.json"
+    env = {**environment(torch.device("cpu" if args.dry_run else "cuda")), "commit": commit()}
+    versions = env["versions"]
+    print(f"# {env['gpu'] or 'no GPU (dry run)'} | torch {versions['torch']} | triton {versions['triton']} | "
+          f"transformers {versions['transformers']}", flush=True)
+    path = (args.out or REPO / "assets" / "benchmarks") / f"train_step_{slug(env, args.dry_run)}.json"
 
     def save(rows: list[dict], setup: dict, partial: bool = False) -> None:
-        record = {"environment": env, "setup": setup, "partial": partial, "rows": rows}
-        path.write_text(json.dumps(record, indent=1) + "\n")
+        write_json(path, {"environment": env, "setup": setup, "partial": partial, "rows": rows})
     rows, setup = run(args, save)
     save(rows, setup)
     print(f"wrote {path} ({setup['total_seconds']} s of benchmarking)")

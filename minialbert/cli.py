@@ -273,8 +273,8 @@ def build_parser() -> Parser:
     pk = command("pack", help="one file holding the cache files a scale's data is made from (for a machine "
                               "without network)",
                  description="Write the course corpus's cache file and the scale's trained tokenizer (built "
-                             "first where missing), with their sha256, into one gzipped tar of at most 48 "
-                             "MiB. Default scale: gpu (not $MINIALBERT_SCALE).")
+                             "first where missing), with their sha256, into one xz-compressed tar of at "
+                             "most 48 MiB. Default scale: gpu (not $MINIALBERT_SCALE).")
     pk.add_argument("--out", required=True, type=Path, help="the pack file to write")
     un = command("unpack", help="check a pack's sha256s and put its files into the cache",
                  description="Check every file of a pack made by `pack` against its sha256, then write them "
