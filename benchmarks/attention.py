@@ -45,7 +45,7 @@ import torch
 from minialbert.download import atomic_write
 
 REPO = Path(__file__).resolve().parent.parent
-H200_PEAK_TFLOPS = 989.0          # NVIDIA's H200 datasheet: dense bf16/fp16 tensor-core peak (not measured)
+PEAK_TFLOPS = 989.0               # NVIDIA's H100 SXM and H200 datasheets: dense bf16/fp16 peak (not measured)
 BACKWARD_FACTOR = 2.5             # convention: backward = 2.5x forward FLOPs
 PROVIDERS = ("ours", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math")   # ours: one per --versions
 OURS = ("ours-v1", "ours-v2")
@@ -72,8 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--versions", nargs="+", type=int, default=[1, 2], choices=[1, 2],
                    help="versions of our kernel that the provider 'ours' runs (ours-v1, ours-v2)")
     p.add_argument("--no-graphs", action="store_true", help="time with do_bench only (no CUDA-graph replays)")
-    p.add_argument("--peak-tflops", type=float, default=H200_PEAK_TFLOPS,
-                   help="peak used for the fraction column (default: H200 datasheet dense bf16)")
+    p.add_argument("--peak-tflops", type=float, default=PEAK_TFLOPS,
+                   help="peak used for the fraction column (default: H100 SXM / H200 datasheet dense bf16)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None,
                    help="folder for the JSON and plot (default: assets/; --dry-run: a temporary folder)")
@@ -281,13 +281,15 @@ def summarize(rows: list[dict], peak: float) -> list[dict]:
     summary = []
     for (dtype, heads, d, N, padding, passes), by in cases.items():
         sdpa = {p: r for p, r in by.items() if p.startswith("sdpa-") and p != "sdpa-math" and r["ms"]}
+        if not sdpa:
+            continue
+        best_name, best = min(sdpa.items(), key=lambda kv: kv[1]["ms"])
+        graphs = [r["ms_graph"] for r in sdpa.values() if r["ms_graph"]]
         for provider in OURS:
             ours = by.get(provider)
-            if not ours or ours["ms"] is None or not sdpa:
+            if not ours or ours["ms"] is None:
                 continue
-            best_name, best = min(sdpa.items(), key=lambda kv: kv[1]["ms"])
-            graphs = {p: r["ms_graph"] for p, r in sdpa.items() if r["ms_graph"]}
-            best_graph = min(graphs.values()) if graphs and ours["ms_graph"] else None
+            best_graph = min(graphs) if graphs and ours["ms_graph"] else None
             entry = {"dtype": dtype, "heads": heads, "head_dim": d, "seq_len": N, "padding": padding,
                      "pass": passes, "provider": provider,
                      "ours_tflops": ours["tflops_effective"], "sdpa_best": best_name,
@@ -397,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     slug = "dry-run" if args.dry_run else re.sub(r"[^a-z0-9]+", "-", env["gpu"].lower()).strip("-")
     out = args.out or (Path(tempfile.mkdtemp(prefix="attention-")) if args.dry_run else REPO / "assets")
     result = {"environment": env, "peak_tflops": args.peak_tflops,
-              "peak_source": "NVIDIA H200 datasheet, dense bf16/fp16 (not measured)",
+              "peak_source": ("NVIDIA datasheets (H100 SXM and H200): dense bf16/fp16, not measured"
+                              if args.peak_tflops == PEAK_TFLOPS else "given with --peak-tflops"),
               "flop_convention": "forward 4*B*heads*N^2*d, backward 2.5x forward; effective: real lengths",
               "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
               "rows": rows, "summary": summary}
