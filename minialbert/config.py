@@ -197,8 +197,12 @@ _COURSE_ALBERT = dict(vocab_size=4000, embedding_size=64, hidden_size=64, num_la
                       intermediate_size=256, max_position_embeddings=32)
 _CI_ALBERT = dict(vocab_size=1000, embedding_size=64, hidden_size=64, num_layers=4, num_heads=2,
                   intermediate_size=128, max_position_embeddings=64)
+# initializer_range 0.01, not the paper's 0.02: at 0.02 the 12 shared post-LN layers map different tokens to
+# nearly one vector at initialisation (mean cosine 0.89 at the last layer; 0.50 at 0.01:
+# benchmarks/token_collapse_at_init.py), and on an H200 the gpu recipe stayed on the unigram plateau for 2,173
+# steps; at 0.01 the same budgeted run left it (assets/benchmarks/gpu_recipe_h200.json).
 _GPU_ALBERT = dict(vocab_size=6000, embedding_size=128, hidden_size=768, num_layers=12, num_heads=12,
-                   intermediate_size=3072, max_position_embeddings=256)
+                   intermediate_size=3072, max_position_embeddings=256, initializer_range=0.01)
 
 PRESETS: dict[str, dict] = {
     "bert-base": dict(_BERT, embedding_size=768, hidden_size=768, num_layers=12, num_heads=12,

@@ -15,6 +15,10 @@ call was time on the host, and its backward multiplied 7 tiles per tile pair whe
 - Tiles: looked up in a dict per shape; on a GPU the first call of a shape times a few candidates
   (CUDA-graph replays, so launch overhead does not decide) and the winner is launched directly after.
 
+Not yet correct compiled: on an H200 its dQ loses whole rows of atomic adds at N = 1000 (d = 64 and 128,
+every launch setting tried; assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json), so version 1 stays the
+default and the model's "triton-v2" backend is for measuring only. The interpreter passes every test.
+
 Padding is handled as in version 1: key tiles past a sequence's length are never visited, query tiles
 past it do no work, partial tiles are masked, and what padding holds (even NaN) never reaches a real output.
 """
