@@ -7,8 +7,13 @@
     non-inferior   "A costs nothing against B": one-sided non-inferiority with a stated margin, A - B's
                    lower 95% bound above -margin (the difference's own interval where given, otherwise
                    the conservative A.lower - B.upper).
-    reproduced     one arm against the paper's claim, in a stated direction ("above" or "below" the
-                   claim, or "at" it within a margin), always with the condition it holds under.
+    reproduced     one arm against the paper's own number (`paper`): "reproduced" if the arm's 95% interval
+                   lies within paper ± margin; "direction only" if it lies wholly on the paper's side of
+                   `chance` but not that close; otherwise "not reproduced". The reason gives the gap to the
+                   paper's number. A claim the paper states without a number (e.g. "does not reach 0") is
+                   judged against a stated threshold instead: `claim` with a direction ("above", "below",
+                   or "at" within a margin), and then "reproduced" or "not reproduced". Either way, with the
+                   condition it holds under.
 
 Higher is better unless the call says better="lower" (beats and non-inferior; e.g. an oscillation measure,
 where the smoother curve scores lower): then A beats B when B - A exceeds the spreads and A's interval lies
@@ -19,7 +24,11 @@ An arm is a plain mapping, {"value": 0.162, "ci95": [0.151, 0.175], "seeds": [0.
 ("name" optional; "seeds" needed by `beats` only), because the numbers arrive as JSON (a lesson's
 result file, a figure's numbers): it reads the same in a lesson, a JSON file and a test, with no class
 to build first. Each arm carries its own seeds, so a spread never comes from an arm not compared.
-Standard library only.
+An arm measured over several seeds, all read on one evaluation set, comes from `arm_over_seeds`: its
+value is the mean over seeds and its interval is built from the seeds (never the union of the seeds' own
+intervals, which is not a 95% interval of anything): a Student-t interval over the seed means, widened by
+the evaluation set's own sampling noise, which every seed shares (the mean of the seeds' half-widths, added
+in quadrature). With one seed it is that seed's interval. Standard library only.
 """
 
 from __future__ import annotations
@@ -28,11 +37,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["BETTER", "DIRECTIONS", "RULES", "Verdict", "verdict"]
+__all__ = ["BETTER", "DIRECTIONS", "LABELS", "RULES", "Verdict", "arm_over_seeds", "t_quantile", "verdict"]
 
 RULES = ("beats", "non-inferior", "reproduced")
 DIRECTIONS = ("above", "below", "at")
 BETTER = ("higher", "lower")
+LABELS = ("reproduced", "direction only", "not reproduced")     # what the rule reproduced can conclude
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,10 @@ class Verdict:
 
     def __str__(self) -> str:
         return f"{self.label}: {self.reason} [rule: {self.rule}]"
+
+    def short(self) -> str:
+        """One line for a lesson: the label and the numbers, without the rule (the prose states it)."""
+        return f"{self.label}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -63,12 +77,13 @@ class _Arm:
 def verdict(rule: str, a: Mapping, b: Mapping | None = None, *, margin: float | None = None,
             difference: Sequence[float] | None = None, claim: float | None = None,
             direction: str | None = None, condition: str | None = None, percent: bool = False,
-            better: str | None = None) -> Verdict:
+            better: str | None = None, paper: float | None = None, chance: float | None = None) -> Verdict:
     """The verdict of `rule` (one of RULES, see the module doc) on arm `a` (and arm `b`, for beats and
     non-inferior). margin: non-inferior's margin, or how far from the claim "at" may be; difference: the
-    95% interval of A - B where one was measured (non-inferior); claim, direction, condition: what
-    reproduced compares with. percent: show numbers as % and gaps as points. better: "higher" (the
-    default) or "lower", which values are better (beats and non-inferior)."""
+    95% interval of A - B where one was measured (non-inferior); paper, chance, condition: the paper's own
+    number, the level of no skill, the condition (reproduced); claim and direction: a threshold, for a claim
+    the paper states without a number (reproduced). percent: show numbers as % and gaps as points.
+    better: "higher" (the default) or "lower", which values are better (beats and non-inferior)."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
     if better is not None and better not in BETTER:
@@ -84,11 +99,16 @@ def verdict(rule: str, a: Mapping, b: Mapping | None = None, *, margin: float | 
         if better is not None:
             raise ValueError("reproduced takes no better: its direction ('above', 'below', 'at') says which "
                              "side of the claim counts")
+        if paper is not None:
+            return _against_paper(arm_a, paper, margin, chance, claim, direction, condition, show)
+        if chance is not None:
+            raise ValueError("chance belongs to a claim with the paper's own number: pass paper= too")
         return _reproduced(arm_a, claim, direction, condition, margin, show)
     if b is None:
         raise ValueError(f"{rule} compares two arms: pass B")
-    if claim is not None or direction is not None or condition is not None:
-        raise ValueError(f"{rule} takes no claim, direction or condition (those belong to reproduced)")
+    if any(x is not None for x in (claim, direction, condition, paper, chance)):
+        raise ValueError(f"{rule} takes no claim, direction, condition, paper or chance (those belong to "
+                         "reproduced)")
     arm_b = _arm(b, "B", needs_seeds=rule == "beats")
     if rule == "beats":
         if margin is not None or difference is not None:
@@ -179,6 +199,75 @@ def _reproduced(a: _Arm, claim: float | None, direction: str | None, condition: 
     rule = f"{a.name} reproduces the claim if {wanted}, {condition}"
     return Verdict("reproduced" if holds else "not reproduced", rule,
                    f"{a.name} {show.value(a.value)}, 95% interval {show.interval(a)}")
+
+
+def _against_paper(a: _Arm, paper: float, margin: float | None, chance: float | None, claim, direction,
+                   condition: str | None, show: _Numbers) -> Verdict:
+    if claim is not None or direction is not None:
+        raise ValueError("reproduced against the paper's number takes no claim or direction: paper, margin "
+                         "and chance say it all")
+    if not _finite(paper):
+        raise ValueError(f"paper must be the paper's own number, got {paper!r}")
+    if margin is None:
+        raise ValueError("reproduced against the paper's number needs a margin: how close to it counts as "
+                         "reproduced (state it before the numbers)")
+    if chance is not None and not _finite(chance):
+        raise ValueError(f"chance must be a number (the level of no skill), got {chance!r}")
+    if not isinstance(condition, str) or not condition.strip():
+        raise ValueError("reproduced needs the condition under which the verdict holds, e.g. "
+                         "'on the matched pairs, 3 seeds'")
+    condition = " ".join(condition.split())
+    within = paper - margin <= a.lower and a.upper <= paper + margin
+    if chance is None or abs(paper - chance) <= margin:       # no direction to show: at the level, or not
+        beyond = False
+    else:
+        beyond = a.lower > chance if paper > chance else a.upper < chance
+    label = "reproduced" if within else "direction only" if beyond else "not reproduced"
+    rule = (f"{a.name} reproduces the paper's {show.value(paper)} if its 95% interval lies within "
+            f"{show.value(paper)} ± {show.size(margin)}"
+            + ("" if chance is None or abs(paper - chance) <= margin else
+               f"; direction only if it lies wholly {'above' if paper > chance else 'below'} "
+               f"{show.value(chance)} but not that close")
+            + f"; {condition}")
+    return Verdict(label, rule, f"{a.name} {show.value(a.value)} {show.interval(a)}, the paper's "
+                                f"{show.value(paper)} ± {show.size(margin)}: gap {show.gap(a.value - paper)}")
+
+
+# ------------------------------------------------------------------------------------ an arm from its seeds
+# Student's t, two-sided 95% (the 0.975 quantile), for 1 to 30 degrees of freedom.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def t_quantile(df: int) -> float:
+    """Student's t 0.975 quantile with `df` degrees of freedom (a table to 30; Cornish-Fisher beyond)."""
+    if not isinstance(df, int) or df < 1:
+        raise ValueError(f"degrees of freedom must be a whole number >= 1, got {df!r}")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959964
+    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+
+
+def arm_over_seeds(name: str, measured: Sequence[Mapping]) -> dict | None:
+    """An arm from its seeds' measurements on one evaluation set (each {"accuracy", "ci95"}): the mean over
+    seeds; a 95% interval from the seeds (see the module doc): t over the seed means, half-width
+    t(n-1) s / sqrt(n), combined in quadrature with the mean of the seeds' own half-widths (the evaluation
+    set's sampling noise, shared by every seed, so it does not shrink with more seeds); its own seeds.
+    None when a seed has no measurement."""
+    if not measured or any(m is None or m.get("accuracy") is None for m in measured):
+        return None
+    seeds = [float(m["accuracy"]) for m in measured]
+    intervals = [_interval(m.get("ci95"), f"{name}'s seed interval") for m in measured]
+    n, mean = len(seeds), sum(seeds) / len(seeds)
+    if n == 1:
+        return {"name": name, "value": mean, "ci95": list(intervals[0]), "seeds": seeds}
+    spread = math.sqrt(sum((s - mean) ** 2 for s in seeds) / (n - 1))
+    between = t_quantile(n - 1) * spread / math.sqrt(n)
+    within = sum((high - low) / 2 for low, high in intervals) / n
+    half = math.sqrt(between ** 2 + within ** 2)
+    return {"name": name, "value": mean, "ci95": [mean - half, mean + half], "seeds": seeds}
 
 
 # ------------------------------------------------------------------------------- reading and showing numbers

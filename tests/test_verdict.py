@@ -1,8 +1,10 @@
 """The verdict helper: each rule on constructed numbers, its edge cases and its errors."""
 
+import math
+
 import pytest
 
-from minialbert.verdict import Verdict, verdict
+from minialbert.verdict import LABELS, Verdict, arm_over_seeds, t_quantile, verdict
 
 
 def arm(name, value, ci95, seeds=None):
@@ -148,7 +150,77 @@ def test_non_inferior_with_lower_better_bounds_the_upper_end():
     (lambda: verdict("beats", SOP, MLM, better="smaller"), "better must be one of higher, lower"),
     (lambda: verdict("reproduced", SOP, claim=0.5, direction="below", condition="c", better="lower"),
      "reproduced takes no better"),
+    (lambda: verdict("reproduced", SOP, paper=0.865, chance=0.5, condition="c"), "needs a margin"),
+    (lambda: verdict("reproduced", SOP, paper=0.865, margin=0.03, condition="c", direction="above"),
+     "takes no claim or direction"),
+    (lambda: verdict("reproduced", SOP, claim=0.5, direction="above", chance=0.5, condition="c"),
+     "chance belongs to a claim with the paper's own number"),
+    (lambda: verdict("beats", SOP, MLM, paper=0.5), "takes no claim, direction, condition, paper"),
+    (lambda: t_quantile(0), "degrees of freedom"),
 ])
 def test_bad_input_is_refused_with_a_clear_message(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# Against the paper's own number: lesson 08's claims, with the paper's Table 5 numbers.
+def seeds_of(*readings):
+    return [{"accuracy": value, "ci95": [value - 0.005, value + 0.005]} for value in readings]
+
+
+def test_far_below_the_papers_number_is_never_reproduced():
+    """51.9% on a task where the paper has 86.5%: above chance at best, never 'reproduced'."""
+    sop = {"name": "sop", "value": 0.519, "ci95": [0.511, 0.527], "seeds": [0.519]}
+    found = verdict("reproduced", sop, paper=0.865, margin=0.033, chance=0.5, condition="matched pairs",
+                    percent=True)
+    assert found.label == "direction only"
+    assert found.reason == "sop 51.9% [51.1%, 52.7%], the paper's 86.5% ± 3.3 points: gap -34.6 points"
+    assert "direction only if it lies wholly above 50%" in found.rule and found.rule.endswith("matched pairs")
+    touching = {**sop, "ci95": [0.495, 0.543]}
+    assert verdict("reproduced", touching, paper=0.865, margin=0.033, chance=0.5,
+                   condition="c").label == "not reproduced"
+    close = {"name": "sop", "value": 0.85, "ci95": [0.84, 0.86]}
+    assert verdict("reproduced", close, paper=0.865, margin=0.033, chance=0.5, condition="c").label == \
+        "reproduced"
+    straddling = {**close, "ci95": [0.82, 0.88]}        # not wholly within the band: only the direction
+    assert verdict("reproduced", straddling, paper=0.865, margin=0.033, chance=0.5,
+                   condition="c").label == "direction only"
+    assert {v.label for v in (found,)} <= set(LABELS)
+
+
+def test_at_chance_has_no_direction_only():
+    """The paper's 52.0% is itself within the margin of chance: reproduced or not, nothing between."""
+    nsp = {"name": "nsp", "value": 0.50, "ci95": [0.497, 0.504]}
+    at = verdict("reproduced", nsp, paper=0.52, margin=0.033, chance=0.5, condition="c", percent=True)
+    assert at.label == "reproduced" and "gap -2 points" in at.reason and "direction only" not in at.rule
+    off = {"name": "nsp", "value": 0.60, "ci95": [0.58, 0.62]}
+    assert verdict("reproduced", off, paper=0.52, margin=0.033, chance=0.5, condition="c").label == \
+        "not reproduced"
+
+
+def test_short_is_one_line_without_the_rule():
+    found = verdict("beats", SOP, MLM, percent=True)
+    assert found.short() == f"{found.label}: {found.reason}" and "rule" not in found.short()
+
+
+def test_an_arm_over_seeds_is_not_the_union_of_its_seeds_intervals():
+    arm_ = arm_over_seeds("sop", seeds_of(0.526, 0.525, 0.506))
+    mean = (0.526 + 0.525 + 0.506) / 3
+    s = math.sqrt(sum((x - mean) ** 2 for x in (0.526, 0.525, 0.506)) / 2)
+    half = math.sqrt((4.303 * s / math.sqrt(3)) ** 2 + 0.005 ** 2)
+    assert arm_["value"] == pytest.approx(mean) and arm_["seeds"] == [0.526, 0.525, 0.506]
+    assert arm_["ci95"] == pytest.approx([mean - half, mean + half])
+    union = [0.501, 0.531]
+    assert arm_["ci95"][0] < union[0] and arm_["ci95"][1] > union[1]     # three seeds: t(2) is wide
+    agreeing = arm_over_seeds("nsp", seeds_of(0.500, 0.500, 0.500))  # no spread: the set's own noise stays
+    assert agreeing["ci95"] == pytest.approx([0.495, 0.505])
+    one = arm_over_seeds("e32", [{"accuracy": 0.061, "ci95": [0.054, 0.069]}])
+    assert one["ci95"] == [0.054, 0.069] and one["seeds"] == [0.061]
+    assert arm_over_seeds("x", [None]) is None and arm_over_seeds("x", []) is None
+    many = arm_over_seeds("x", seeds_of(*[0.5 + 0.001 * k for k in range(40)]))
+    assert many["ci95"][0] < many["value"] < many["ci95"][1]
+
+
+def test_t_quantile_table_and_beyond():
+    assert t_quantile(1) == 12.706 and t_quantile(2) == 4.303 and t_quantile(30) == 2.042
+    assert 2.02 < t_quantile(40) < 2.03 and 1.96 < t_quantile(10_000) < 1.961
