@@ -251,6 +251,16 @@ def read_pairs(model: AlbertForPretraining, dataset: PretrainingDataset, indices
     return torch.cat(pooled), (torch.cat(predicted) if predicted else None)
 
 
+def head_on_pairs(head: nn.Module, pooled: torch.Tensor,
+                  labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A sentence head read on pairs of either task (the cross-evaluation of Table 5): the head's class 0
+    is read as the pairs' class 0 ("is next" as "in order"), so an NSP head can be scored on SOP pairs and
+    the other way round. pooled: (n, H) pooled outputs, labels: (n,) the pairs' own labels. Returns
+    (accuracy, share of the pairs the head puts in class 1), each a 0-dim tensor."""
+    predicted = head(pooled).argmax(-1)
+    return (predicted == labels).float().mean(), (predicted == 1).float().mean()
+
+
 def fit_logistic(features: torch.Tensor, labels: torch.Tensor, weight_decay: float = 1e-3,
                  steps: int = 100):
     """A logistic regression on standardised features, fitted by L-BFGS (deterministic): returns a

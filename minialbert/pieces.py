@@ -28,8 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .ablation import head_on_pairs
 from .analysis import transition
 from .config import CLS_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID, UNK_ID, AlbertConfig
+from .costs import count_parameters, parameter_breakdown
 from .masking import MaskingVocab, ngram_probabilities, whole_words
 from .model import (
     AlbertForPretraining,
@@ -296,6 +298,58 @@ def _online_variant(q, k, v, block, rescale=True, normalise=True):
     return acc / l if normalise else acc
 
 
+
+# ------------------------------------------------------------------ lessons 08 and 09
+def _cross_inputs(g, trial):
+    head = nn.Linear(CHECK_CONFIG.hidden_size, 2)
+    with torch.no_grad():
+        head.weight.copy_(_randn(g, 2, CHECK_CONFIG.hidden_size))
+        head.bias.copy_(_randn(g, 2) * (trial + 1))          # a bias that grows: a head leaning to one class
+    return head, _randn(g, 64, CHECK_CONFIG.hidden_size), torch.randint(0, 2, (64,), generator=g)
+
+
+def _flipped_classes(head, pooled, labels):
+    accuracy, share_1 = head_on_pairs(head, pooled, labels)
+    return 1 - accuracy, 1 - share_1
+
+
+def _share_of_class_0(head, pooled, labels):
+    accuracy, share_1 = head_on_pairs(head, pooled, labels)
+    return accuracy, 1 - share_1
+
+
+def _table2_configs(g, trial):
+    """Trial 0: BERT-large (nothing shared, no projection); 1: ALBERT-xxlarge (all shared); 2: a random small
+    config sharing only attention or only the FFN."""
+    if trial < 2:
+        return (AlbertConfig.preset(("bert-large", "albert-xxlarge")[trial]),)
+    sharing = ("attention", "ffn")[int(torch.randint(0, 2, (1,), generator=g))]
+    E, heads, L = (int(x) for x in torch.randint(2, 9, (3,), generator=g))
+    return (AlbertConfig(vocab_size=int(torch.randint(50, 500, (1,), generator=g)), embedding_size=E * 4,
+                         hidden_size=heads * 8, num_layers=L, num_heads=heads, intermediate_size=heads * 32,
+                         sharing=sharing),)
+
+
+def _layer_parameters(cfg: AlbertConfig) -> int:
+    """One layer's attention and FFN parameters, as costs.parameter_breakdown counts them."""
+    H, F_ = cfg.hidden_size, cfg.intermediate_size
+    return 4 * (H * H + H) + 2 * H + 2 * H * F_ + F_ + H + 2 * H
+
+
+def _every_layer_stored(cfg: AlbertConfig) -> int:
+    parts = parameter_breakdown(cfg)
+    return sum(parts.values()) - parts["attention"] - parts["ffn"] + cfg.num_layers * _layer_parameters(cfg)
+
+
+def _without_position_tables(cfg: AlbertConfig) -> int:
+    return count_parameters(cfg) - (cfg.max_position_embeddings + cfg.type_vocab_size) * cfg.embedding_size
+
+
+def _unfactorized(cfg: AlbertConfig) -> int:
+    parts = parameter_breakdown(cfg)
+    V, P, T, H = cfg.vocab_size, cfg.max_position_embeddings, cfg.type_vocab_size, cfg.hidden_size
+    return sum(parts.values()) - parts["embeddings"] - parts["projection"] + (V + P + T) * H + 2 * H
+
 PIECES: dict[str, Piece] = {p.name: p for p in (
     Piece("embedding_parameters", "function", _embedding_parameters,
           lambda g, trial: tuple(int(n) for n in torch.randint(2, 300, (3,), generator=g)),
@@ -373,6 +427,16 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
     Piece("classifier", "module", lambda cfg: _eval(AlbertForSequenceClassification(cfg, 3)),
           _classifier_inputs, build=lambda cls, cfg, ref: cls(cfg, 3), output=lambda out: out.logits,
           mistakes=(("reading [CLS]'s last hidden state without the pooler (dense + tanh)", _unpooled),)),
+    # lesson 08
+    Piece("cross_evaluation", "function", head_on_pairs, _cross_inputs,
+          mistakes=(("reading the head's class 1 as the other task's class 0 (the classes crossed)",
+                     _flipped_classes),
+                    ("the share of pairs put in class 0 instead of class 1", _share_of_class_0))),
+    # lesson 09
+    Piece("table2_parameters", "function", count_parameters, _table2_configs,
+          mistakes=(("storing every layer's weights although they are shared", _every_layer_stored),
+                    ("leaving out the position and token-type tables", _without_position_tables),
+                    ("a V x H embedding table, as if E = H (no factorization)", _unfactorized))),
     # lesson 10
     Piece("online_softmax", "function", _full_softmax_attention, _online_inputs,
           mistakes=(("not rescaling the running sum and accumulator when the maximum grows",
