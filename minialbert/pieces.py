@@ -32,7 +32,8 @@ from .ablation import head_on_pairs
 from .analysis import transition
 from .config import CLS_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID, UNK_ID, AlbertConfig
 from .costs import count_parameters, parameter_breakdown
-from .masking import MaskingVocab, ngram_probabilities, whole_words
+from .evaluation import evaluate_pretraining, summary_record
+from .masking import MASK_RATE, MaskingVocab, ngram_mask, ngram_probabilities, whole_words
 from .model import (
     AlbertForPretraining,
     AlbertForSequenceClassification,
@@ -44,8 +45,9 @@ from .model import (
     merge_heads,
     split_heads,
 )
-from .optim import make_optimizer, trust_ratio, warmup_linear_decay
-from .train import train_step
+from .optim import Lamb, make_optimizer, param_groups, trust_ratio, warmup_linear_decay
+from .synthetic import permutation_chains
+from .train import TrainArgs, pretrain, train_step
 
 # A small model for the checks: every size different, so a swapped dimension shows as a wrong shape.
 CHECK_CONFIG = AlbertConfig(vocab_size=50, embedding_size=6, hidden_size=12, num_layers=3, num_heads=3,
@@ -193,6 +195,78 @@ def _nsp_pair(a, b, other, use_random):
     return (a, other, 1) if use_random else (a, b, 0)
 
 
+def _package_budget(n_real: int, mask_rate: float) -> int:
+    """How many tokens masking.ngram_mask predicts in n_real one-piece words: its budget, measured."""
+    vocab = MaskingVocab.from_ids([True] * 10, special_ids={PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID})
+    labels = ngram_mask([7] * n_real, vocab, random.Random(0), mask_rate=mask_rate).mlm_labels
+    return sum(label != IGNORE_INDEX for label in labels)
+
+
+def _budget_inputs(g, trial):
+    return ((37, 0.15), (3, 0.15), (0, 0.15))[trial % 3]     # 5.55 rounds to 6; 0.45 to 0, raised to 1
+
+
+def _ngram_draw_shares(draw_fn, g, trial) -> tuple[str | None, float]:
+    """p(n) measured: 30,000 draws of n from a seeded random.Random, against ngram_probabilities."""
+    max_ngram, rng, draws = 3 + trial % 2, random.Random(trial), 30_000
+    seen = [draw_fn(rng, max_ngram) for _ in range(draws)]
+    if bad := [n for n in seen if n not in range(1, max_ngram + 1)]:
+        return f"it drew n = {bad[0]!r}; n must be an integer from 1 to max_ngram = {max_ngram}", 0.0
+    shares = [seen.count(n) / draws for n in range(1, max_ngram + 1)]
+    expected = ngram_probabilities(max_ngram)
+    largest = max(abs(s - e) for s, e in zip(shares, expected))
+    if largest > 0.012:                                       # about 4 standard errors at 30,000 draws
+        return (f"shares of n = 1..{max_ngram} over {draws:,} draws: "
+                f"{' / '.join(f'{s:.3f}' for s in shares)}; p(n) = (1/n) / sum(1/k) gives "
+                f"{' / '.join(f'{e:.3f}' for e in expected)}"), 0.0
+    return None, largest
+
+
+def _span_sequence(g) -> tuple[list[int], MaskingVocab]:
+    """[CLS] A [SEP] B [SEP] of random pieces: words of one to three pieces, two segments."""
+    vocab = _masking_vocab(g)
+    a, b = (torch.randint(5, 40, (int(n),), generator=g).tolist()
+            for n in torch.randint(4, 30, (2,), generator=g))
+    return [CLS_ID, *a, SEP_ID, *b, SEP_ID], vocab
+
+
+def _span_placement(mask_fn, g, trial) -> tuple[str | None, float]:
+    """ngram_mask's rules on 400 random two-segment sequences: the budget, whole words, specials never
+    predicted, labels, and [MASK] shown at about 80% of the predicted positions."""
+    predicted = masked = 0
+    rng = random.Random(trial)
+    for _ in range(400):
+        ids, vocab = _span_sequence(g)
+        shown, labels = mask_fn(list(ids), vocab, rng)
+        if len(shown) != len(ids) or len(labels) != len(ids):
+            return (f"for a sequence of {len(ids)} tokens it returned {len(shown)} ids and {len(labels)} "
+                    f"labels"), 0.0
+        words = whole_words(ids, vocab)
+        budget = max(1, round(sum(map(len, words)) * MASK_RATE))
+        chosen = [p for p, label in enumerate(labels) if label != IGNORE_INDEX]
+        if bad := [p for p in chosen if labels[p] != ids[p]]:
+            return f"position {bad[0]}'s label is {labels[bad[0]]}, not the original token {ids[bad[0]]}", 0.0
+        if bad := [p for p in chosen if vocab.is_special[ids[p]]]:
+            return f"it predicts position {bad[0]}, a special token ({ids[bad[0]]})", 0.0
+        if bad := [p for p, t in enumerate(shown) if labels[p] == IGNORE_INDEX and t != ids[p]]:
+            return f"it changed position {bad[0]}, which it does not predict", 0.0
+        if split := [w for w in words if 0 < sum(labels[p] != IGNORE_INDEX for p in w) < len(w)]:
+            return (f"a word of {len(split[0])} pieces at positions {split[0]} is predicted only in part: "
+                    f"spans are whole words"), 0.0
+        if len(chosen) > budget:
+            return (f"{len(chosen)} predicted tokens in {sum(map(len, words))} real ones: the budget is "
+                    f"{budget}"), 0.0
+        if fits := [w for w in words if labels[w[0]] == IGNORE_INDEX and len(w) <= budget - len(chosen)]:
+            return (f"{len(chosen)} of a budget of {budget} predicted, yet the word at {fits[0]} still fits: "
+                    f"keep placing spans until no word fits"), 0.0
+        predicted += len(chosen)
+        masked += sum(shown[p] == vocab.mask_id for p in chosen)
+    if abs(masked / predicted - 0.8) > 0.04:                  # about 5 standard errors at ~3,000 positions
+        return (f"[MASK] is shown at {masked / predicted:.0%} of the {predicted:,} predicted positions; "
+                f"corrupt() shows it at 80%"), 0.0
+    return None, 0.0
+
+
 # ------------------------------------------------------------------ lesson 05: training
 def _trust_ratio_inputs(g, trial):
     weight = _randn(g, 6, 4) * (0 if trial == 2 else 1)      # trial 2: a zero tensor (a fresh bias)
@@ -253,6 +327,127 @@ def _pretraining_batch(g, cfg: AlbertConfig) -> dict:
     labels[:, 2:4] = torch.randint(5, cfg.vocab_size, (B, 2), generator=g)
     return {"input_ids": ids * mask, "token_type_ids": torch.zeros_like(ids), "attention_mask": mask,
             "mlm_labels": labels, "sentence_labels": torch.randint(0, 2, (B,), generator=g)}
+
+
+def _mlm_loss(logits, labels):
+    """AlbertForPretraining's masked-LM loss: cross-entropy summed over the predicted positions (labels not
+    IGNORE_INDEX), divided by how many there are."""
+    predicted = labels != IGNORE_INDEX
+    return F.cross_entropy(logits[predicted].float(), labels[predicted], reduction="sum") / predicted.sum()
+
+
+def _mlm_loss_inputs(g, trial):
+    B, N, V = 3, 6, 7
+    labels = torch.full((B, N), IGNORE_INDEX)
+    for row, count in enumerate((1, 4, 2)):                   # rows predict different numbers of tokens
+        at = torch.randperm(N, generator=g)[:count]
+        labels[row, at] = torch.randint(0, V, (count,), generator=g)
+    return _randn(g, B, N, V) * 2, labels
+
+
+def _mean_of_row_means(logits, labels):
+    rows = [F.cross_entropy(lg[lb != IGNORE_INDEX], lb[lb != IGNORE_INDEX]) for lg, lb in zip(logits, labels)]
+    return torch.stack(rows).mean()
+
+
+def _lamb_update(w, g, m, v, lr, weight_decay, adapt):
+    """optim.Lamb's step on one tensor w with gradient g and moments m, v: (new w, new m, new v)."""
+    p = nn.Parameter(w.clone())
+    optimizer = Lamb([dict(params=[p], weight_decay=weight_decay, layer_adaptation=adapt)], lr=lr)
+    optimizer.state[p] = {"exp_avg": m.clone(), "exp_avg_sq": v.clone()}
+    p.grad = g.clone()
+    optimizer.step()
+    state = optimizer.state[p]
+    return p.detach(), state["exp_avg"], state["exp_avg_sq"]
+
+
+def _lamb_inputs(g, trial):
+    w, grad = _randn(g, 5, 4).double(), _randn(g, 5, 4).double() * 0.1
+    m, v = (torch.zeros_like(w), torch.zeros_like(w)) if trial == 0 else (grad * 0.5, grad ** 2 * 0.3)
+    decay, adapt = ((0.1, True), (0.0, False), (0.1, True))[trial % 3]     # trial 1: a LayerNorm or bias
+    return w, grad, m, v, 0.1, decay, adapt
+
+
+def _lamb_variant(w, g, m, v, lr, weight_decay, adapt, correct=False, decoupled=False, always_adapt=False,
+                  b1=0.9, b2=0.999, eps=1e-6):
+    m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+    m_hat, v_hat = (m / (1 - b1), v / (1 - b2)) if correct else (m, v)      # step 1's bias correction
+    u = m_hat / (v_hat.sqrt() + eps) + (0 if decoupled else weight_decay * w)
+    if adapt or always_adapt:
+        u = u * trust_ratio(w, u)
+    return w - lr * u - (lr * weight_decay * w if decoupled else 0), m, v
+
+
+def _decay_exclusion(excluded_fn, g, trial) -> tuple[str | None, float]:
+    """The learner's excluded(name) on every parameter of a model, against optim.param_groups' split."""
+    model = (AlbertForPretraining(CHECK_CONFIG, sentence_task="sop"),
+             AlbertForSequenceClassification(CHECK_CONFIG, 3),
+             AlbertForPretraining(CHECK_CONFIG.replace(embedding_size=12, embedding_projection=False)),
+             )[trial % 3]
+    _, no_decay = param_groups(model, weight_decay=0.01)
+    package = {id(p) for p in no_decay["params"]}
+    for name, p in model.named_parameters():
+        yours = excluded_fn(name)
+        if not isinstance(yours, bool):
+            return f"excluded({name!r}) returned {_short(yours)}, not True or False", 0.0
+        if yours != (id(p) in package):
+            return (f"{name}: yours {'excludes it from' if yours else 'applies'} weight decay and the trust "
+                    f"ratio, the package {'excludes it' if not yours else 'applies them'}"), 0.0
+    return None, 0.0
+
+
+def _package_lr_factor(step: int, warmup: int, total: int) -> float:
+    """optim.warmup_linear_decay's multiplier of the peak learning rate at `step`."""
+    return warmup_linear_decay(torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0), warmup,
+                               total).lr_lambdas[0](step)
+
+
+def _lr_factor_schedule(factor_fn, g, trial) -> tuple[str | None, float]:
+    """The learner's lr_factor(step, warmup, total) at every step, against optim.warmup_linear_decay's."""
+    warmup, total = ((10, 50), (0, 20), (7, 9))[trial % 3]
+    for step in range(total + 1):
+        yours, theirs = factor_fn(step, warmup, total), _package_lr_factor(step, warmup, total)
+        if (problem := difference(float(yours), float(theirs))) is not None:
+            return f"warmup {warmup}, total {total}, step {step}: {problem}", 0.0
+    return None, 0.0
+
+
+def _training_loop_check(loop_fn, g, trial) -> tuple[str | None, float]:
+    """The learner's loop and train.pretrain from the same seed on the same data: the same training losses
+    step by step, and held-out evaluations at the same steps with the same numbers."""
+    cfg = CHECK_CONFIG.replace(vocab_size=30)
+    # 7 steps, evaluated at steps 3, 6 and 7 (trial 1: at 4 and 7)
+    args = TrainArgs(objective="mlm", steps=7, batch_size=8, lr=0.05, warmup=2, optimizer="adamw",
+                     clip_norm=0.5, eval_every=3 + trial % 2, checkpoint_every=0, seed=trial)
+    train_data = permutation_chains(64, cfg.vocab_size, length=10, seed=trial)
+    valid_data = permutation_chains(24, cfg.vocab_size, length=10, seed=100 + trial)
+    theirs = pretrain(cfg, args, train_data, valid_data, progress=False).history
+    torch.manual_seed(args.seed)                      # what pretrain does before it builds the model
+    model = AlbertForPretraining(cfg, sentence_task=None)
+    optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
+
+    def step(model, batch, optimizer, scheduler, clip_norm):
+        return train_step(model, model, [batch], optimizer, scheduler, SimpleNamespace(clip_norm=clip_norm,
+                                                                                       objective="mlm"))["loss"]
+
+    def evaluate(model, data):
+        return summary_record(evaluate_pretraining(model, data, max_examples=args.eval_examples,
+                                                   batch_size=2 * args.batch_size))
+
+    yours = loop_fn(model, optimizer, _package_lr_factor, train_data, valid_data, args, step, evaluate)
+    if not isinstance(yours, list) or not all(isinstance(r, dict) and "step" in r for r in yours):
+        return "it must return the history: a list of records, dicts with a 'step'", 0.0
+    for split, keys in (("train", ("loss",)), ("valid", ("mlm_loss", "mask_accuracy"))):
+        mine = [r for r in yours if r.get("split") == split]
+        package = [r for r in theirs if r["split"] == split]
+        if [r["step"] for r in mine] != [r["step"] for r in package]:
+            return (f"its {split!r} records are at steps {[r['step'] for r in mine]}, the package's at "
+                    f"{[r['step'] for r in package]}"), 0.0
+        for a, b in zip(mine, package):
+            for key in keys:
+                if (problem := difference(float(a.get(key, math.nan)), float(b[key]))) is not None:
+                    return f"step {b['step']}: {split} {key}: {problem}", 0.0
+    return None, 0.0
 
 
 # ------------------------------------------------------------------ lesson 06, 07 and 10
@@ -409,6 +604,11 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
                      lambda a, b, o, r: (a, o, 0) if r else (a, b, 1)),
                     ("swapping A and B (that is SOP's negative, not NSP's)",
                      lambda a, b, o, r: (b, a, 1) if r else (a, b, 0)))),
+    Piece("mask_budget", "function", _package_budget, _budget_inputs,
+          mistakes=(("rounding without the minimum of one token", lambda n, rate: round(n * rate)),
+                    ("truncating with int() instead of rounding", lambda n, rate: int(n * rate)))),
+    Piece("ngram_draw", "property", _ngram_draw_shares, lambda g, trial: ()),
+    Piece("span_placement", "property", _span_placement, lambda g, trial: ()),
     # lesson 05
     Piece("trust_ratio", "function", trust_ratio, _trust_ratio_inputs,
           mistakes=(("the inverse ratio ||u|| / ||w||",
@@ -418,6 +618,22 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
           mistakes=(("guessing the held-out split's most frequent token (a baseline may read only the "
                      "training split)", lambda train, held: _unigram_accuracy(held, held)),)),
     Piece("training_step", "property", _training_step_check, lambda g, trial: ()),
+    Piece("mlm_loss", "function", _mlm_loss, _mlm_loss_inputs,
+          mistakes=(("averaging over every position (the unpredicted ones counted as zero loss)",
+                     lambda lg, lb: F.cross_entropy(lg.flatten(0, 1), lb.flatten(), reduction="sum")
+                     / lb.numel()),
+                    ("the mean of each sequence's mean (a sequence with one prediction weighs as much as one "
+                     "with four)", _mean_of_row_means))),
+    Piece("lamb_update", "function", _lamb_update, _lamb_inputs,
+          mistakes=(("Adam's bias correction (the official ALBERT code has none)",
+                     lambda *a: _lamb_variant(*a, correct=True)),
+                    ("decoupled weight decay outside the trust ratio (AdamW's way, not LAMB's)",
+                     lambda *a: _lamb_variant(*a, decoupled=True)),
+                    ("the trust ratio applied to a tensor excluded from it (a LayerNorm or bias)",
+                     lambda *a: _lamb_variant(*a, always_adapt=True)))),
+    Piece("decay_exclusion", "property", _decay_exclusion, lambda g, trial: ()),
+    Piece("lr_factor", "property", _lr_factor_schedule, lambda g, trial: ()),
+    Piece("training_loop", "property", _training_loop_check, lambda g, trial: ()),
     # lesson 06
     Piece("layer_transition", "function", transition, _transition_inputs,
           mistakes=(("1 - cosine instead of the angle in degrees", _cosine_distance),

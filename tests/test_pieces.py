@@ -197,7 +197,10 @@ def verdict(capsys, name, piece) -> tuple[bool, str]:
 
 
 def test_every_piece_has_a_right_solution_here():
-    assert set(RIGHT) == set(PIECES)
+    # lessons 04 and 05's later pieces have theirs in tests/test_pieces_04_05.py
+    later_04_05 = {"mask_budget", "ngram_draw", "span_placement", "mlm_loss", "lamb_update",
+                   "decay_exclusion", "lr_factor", "training_loop"}
+    assert set(RIGHT) == set(PIECES) - later_04_05
 
 
 @pytest.mark.parametrize("name", sorted(RIGHT))
