@@ -26,8 +26,9 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + \
     sorted((ROOT / "notebooks" / "student").glob("[0-9][0-9]_*.ipynb"))
 
 TARGET_SET = re.compile(r"\btargets? set\b|\bset (?:\w+ ){0,2}(?:a |an |the |its |our )?targets?\b", re.I)
-MACHINE = re.compile(r"\bpaused\b|\bshar(?:ed|ing) (?:the |a |this |our )?(?:\w+-class )?(?:machine|cpu|cores?|"
-                     r"computer|host)\b|\bbeside (?:an)?other (?:[\w-]+ ){0,2}(?:jobs?|work|runs?)\b|"
+MACHINE = re.compile(r"\bpaused\b|\bshar(?:ed|ing) (?:the |a |this |our )?(?:\w+-class )?"
+                     r"(?:machine|cpu|cores?|computer|host)\b|"
+                     r"\bbeside (?:an)?other (?:[\w-]+ ){0,2}(?:jobs?|work|runs?)\b|"
                      r"\bother (?:work|jobs|measurements) on (?:the same|this) machine\b", re.I)
 ABSOLUTE = re.compile(r"(?<![\w.~/-])(?:/(?:home|Users|root|tmp|work|mnt|opt|var|private)/|[A-Z]:\\\\)")
 
@@ -46,7 +47,8 @@ def texts(path: Path):
 
 def problems(where: str, text: str, output: bool) -> list[str]:
     found = []
-    for pattern, what in ((TARGET_SET, "a target set for a model"), (MACHINE, "the machine shared or paused")):
+    kinds = ((TARGET_SET, "a target set for a model"), (MACHINE, "the machine shared or paused"))
+    for pattern, what in kinds:
         found += [f"{where}: {what}: ...{text[max(0, m.start() - 40):m.end() + 40]}..." for m in
                   pattern.finditer(text)]
     if output:
