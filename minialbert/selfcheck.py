@@ -5,7 +5,9 @@ An author prints the line for the lesson once:
     print(question_source(2, 749, why="E < VH/(V+H) = 748.8", digits=0))
     -> Question(2, '<digest>', why='<sealed>', digits=0).check(answer_2)
 Answers are compared after normalising: text ignores case and runs of whitespace, numbers are
-rounded to `digits` decimals. The hash hides the answer from a glance, not from guessing.
+rounded to `digits` decimals. A number may be given as a 0-d tensor or array or a numpy scalar
+(`torch.tensor(749)`, `x.sum()`, `np.float32(0.75)`): it counts as the number it holds. The hash hides
+the answer from a glance, not from guessing.
 """
 
 from __future__ import annotations
@@ -15,9 +17,17 @@ import hashlib
 from dataclasses import dataclass
 
 
+def as_python(answer: object) -> object:
+    """The Python number (or bool) a 0-d tensor, 0-d array or numpy scalar holds; anything else as it is."""
+    if getattr(answer, "ndim", None) == 0 and callable(getattr(answer, "item", None)):
+        return answer.item()
+    return answer
+
+
 def normalise(answer: object, digits: int | None = None) -> str:
     """The canonical text of an answer: a number rounded to `digits` decimals when digits is given,
     else the text lower-cased with runs of whitespace made single spaces."""
+    answer = as_python(answer)
     if digits is not None:
         number = float(str(answer).replace(",", "").replace("_", "").strip())   # ValueError if not a number
         return f"{round(number, digits) + 0.0:.{digits}f}"           # + 0.0 turns -0.0 into 0.0

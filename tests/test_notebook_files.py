@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from minialbert.__main__ import main
 from minialbert.notebooks import clean_notebook, lessons, notebook_text, read_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +36,41 @@ def test_clean_notebook_keeps_outputs_and_drops_noise():
     assert [o.get("text") for o in out.outputs] == ["loss 7.1\n", "warning\n", None]
     assert out.outputs[2].data["image/png"] == "iVBOR"
     assert clean_notebook(clean) == clean
+
+
+NOT_NOTEBOOKS = {"empty": (b"", "the file is empty"), "text": (b"not json", "not JSON"),
+                 "list": (b"[1, 2]", "it holds a JSON list, not an object"),
+                 "no_cells": (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "it has no cells"),
+                 "latin1": (b'{"cells": "\xe9"}', "not UTF-8 text"),
+                 "bad_cells": (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": "x"}',
+                               "not a valid notebook")}
+
+
+@pytest.mark.parametrize("kind", NOT_NOTEBOOKS)
+def test_reading_a_file_that_is_not_a_notebook_names_the_file(tmp_path, kind):
+    data, problem = NOT_NOTEBOOKS[kind]
+    path = tmp_path / f"{kind}.ipynb"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))} is (not a notebook: )?{problem}") as e:
+        read_notebook(path)
+    assert "\n" not in str(e.value)
+
+
+def test_clean_notebooks_names_every_bad_file_and_cleans_nothing_until_all_read(tmp_path, capsys):
+    good = tmp_path / "good.ipynb"
+    nb = nbformat.v4.new_notebook(metadata={"widgets": {"state": {}}})
+    good.write_text(nbformat.writes(nb))
+    before = good.read_text()
+    bad = []
+    for kind, (data, _) in NOT_NOTEBOOKS.items():
+        bad.append(tmp_path / f"{kind}.ipynb")
+        bad[-1].write_bytes(data)
+    assert main(["clean-notebooks", str(good), *map(str, bad)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"minialbert: error: {len(bad)} files are not notebooks: ")
+    assert all(f"{path} is " in line for path in bad)
+    assert good.read_text() == before
+    assert main(["clean-notebooks", str(good)]) == 0 and "widgets" not in good.read_text()
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(NOTEBOOKS)))

@@ -5,7 +5,9 @@ import io
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from minialbert.notebooks import lessons, read_notebook
 from minialbert.selfcheck import Question, answer_digest, normalise, question_source, seal
@@ -50,6 +52,24 @@ def test_question_says_right_wrong_or_not_yet(capsys):
     assert lines == ["question 3: right. E < VH/(V+H).", "question 3: wrong. Hint: solve for E",
                      "question 3: wrong: the answer is a number (0 decimals)",
                      "question 3: no answer yet (replace the ... with yours)"]
+
+
+@pytest.mark.parametrize("answer, right, digits", [
+    (torch.tensor(749), 749, 0), (torch.tensor(749.0), 749, 0), (torch.tensor(748.8), 749, 0),
+    (torch.tensor(0.75), 0.75, 2), (torch.tensor([[3, 4]]).sum(), 7, 0), (np.float32(0.75), 0.75, 2),
+    (np.int64(749), 749, 0), (np.array(749.0), 749, 0), (torch.tensor("sop" == "sop"), True, None),
+])
+def test_a_number_given_as_a_tensor_or_numpy_scalar_counts_as_that_number(answer, right, digits, capsys):
+    """In a PyTorch course the natural answer is often a 0-d tensor: `count.sum()`, `x.max()`."""
+    q = Question(1, answer_digest(right, digits), why=seal("ok", right, digits), digits=digits)
+    q.check(answer)
+    assert capsys.readouterr().out == "question 1: right. ok\n"
+    assert not q.is_right(answer + 1) if digits is not None else not q.is_right(torch.tensor(False))
+
+
+def test_a_tensor_of_several_numbers_is_not_a_number(capsys):
+    Question(1, answer_digest(749, 0), why=seal("ok", 749, 0), digits=0).check(torch.tensor([749]))
+    assert capsys.readouterr().out == "question 1: wrong: the answer is a number (0 decimals)\n"
 
 
 def test_digest_and_sealed_explanation_hide_the_answer():

@@ -1,6 +1,7 @@
 """Student versions: the transformation, the committed copies in step with the lessons, and every
 student notebook running at ci scale up to its first exercise stub."""
 
+import copy
 import re
 from pathlib import Path
 
@@ -10,7 +11,14 @@ from nbclient import NotebookClient
 
 from minialbert.__main__ import main
 from minialbert.notebooks import lessons, read_notebook
-from minialbert.student import has_stub, student_notebook, student_versions, write_student_notebooks
+from minialbert.student import (
+    CHECK_CALL,
+    has_stub,
+    student_notebook,
+    student_versions,
+    verify_student_notebook,
+    write_student_notebooks,
+)
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 STUDENT = NOTEBOOKS / "student"
@@ -48,25 +56,141 @@ def test_solutions_become_stubs_with_hints_and_lose_their_outputs():
 
 
 @pytest.mark.parametrize("source, problem", [
-    ("### BEGIN SOLUTION\nx = 1", "never closed"),
-    ("x = 1\n### END SOLUTION", "without a matching BEGIN"),
-    ("### BEGIN ANSWERS\nprint(1)\n### END ANSWERS", "name = value"),
+    ("### BEGIN SOLUTION\nx = 1", r"line 1: '### BEGIN SOLUTION' is never closed"),
+    ("x = 1\n### END SOLUTION", "line 2: '### END SOLUTION' without a matching BEGIN"),
+    ("### BEGIN ANSWERS\nprint(1)\n### END ANSWERS", r"line 2: .*name = value"),
+    ("### BEGIN SOLUTION\nx = 1\n### END ANSWERS", r"line 3: '### END ANSWERS' cannot close"),
+    ("### BEGIN SOLUTION (hint: add one\nx = 1\n### END SOLUTION", r"line 1: .*without its closing '\)'"),
+    ("#### BEGIN SOLUTION\nx = 1\n#### END SOLUTION", "line 1: '#### BEGIN SOLUTION' looks like a solution"),
+    ("### begin solution\nx = 1\n### end solution", "line 1: '### begin solution' looks like"),
+    ("y = 0\n###BEGIN_SOLUTION\nx = 1\n###END_SOLUTION", "line 2: '###BEGIN_SOLUTION' looks like"),
+    ("### BEGIN SOLUTION\nx = 1\n### END SOLUTION  # done", "line 3: .* looks like a solution marker"),
+    ("<!-- BEGIN SOLUTION -->\nx = 1\n<!-- END SOLUTION -->", "line 1: .* write '### BEGIN SOLUTION'"),
+    ("md:Why?\n<!--BEGIN SOLUTION-->\nBecause.\n<!--END SOLUTION-->", "line 2: '<!--BEGIN SOLUTION-->' l"),
+    ("md:Why?\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION", r"line 2: .*write '<!-- BEGIN SOLUTION -->'"),
 ])
-def test_broken_markers_name_the_notebook_cell_and_problem(source, problem):
-    with pytest.raises(ValueError, match=rf"lesson.ipynb, cell 0: .*{problem}"):
+def test_broken_and_near_miss_markers_name_the_notebook_cell_and_line(source, problem):
+    """A near miss copied through would hand the solution to the student: each is refused."""
+    with pytest.raises(ValueError, match=rf"^lesson.ipynb, cell 0, {problem}"):
         student_notebook(lesson(source), "lesson.ipynb")
 
 
-def test_command_writes_every_lesson_and_removes_stale_ones(tmp_path):
-    source = tmp_path / "lessons"
-    source.mkdir()
-    nbformat.write(lesson("### BEGIN SOLUTION\nx = 1\n### END SOLUTION"), source / "01_a.ipynb")
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "09_gone.ipynb").write_text("{}")
-    assert main(["student-notebooks", "--source", str(source), "--out", str(tmp_path / "out")]) == 0
-    assert [p.name for p in lessons(tmp_path / "out")] == ["01_a.ipynb"]
-    assert has_stub(read_notebook(tmp_path / "out" / "01_a.ipynb").cells[0])
-    assert main(["student-notebooks", "--source", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
+def test_check_cells_and_cells_using_the_students_code_lose_their_outputs():
+    """The teacher's "right: matches the package", and what ran with the teacher's piece, are not the
+    student's."""
+    nb = lesson("from minialbert.pieces import check",
+                "def my_step(x):\n    ### BEGIN SOLUTION (hint: double it)\n    return 2 * x\n"
+                "    ### END SOLUTION",
+                'step_is_right = check("step", my_step)',
+                "step = my_step if step_is_right else print\nprint(step(1))",
+                "def helper(x):\n    return x\nprint(helper(3))",
+                "def my_step(x):\n    return x\nprint(my_step(3))")           # the lesson's own again
+    out = student_notebook(nb)
+    assert [bool(c.outputs) for c in out.cells] == [True, False, False, False, True, True]
+
+
+def test_an_output_with_this_machines_folder_is_refused():
+    nb = lesson("print(path)")
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", text="loaded /home/ada/.cache/minialbert/zoo\n")]
+    with pytest.raises(ValueError, match=r"lesson.ipynb, cell 0: an output shows this machine's folder "
+                                         r"/home/ada: print paths relative"):
+        student_notebook(nb, "lesson.ipynb", machine_paths=["/home/ada"])
+    nb.cells[0].outputs[0].text = "loaded ~/.cache/minialbert/zoo; /home/adam is another folder\n"
+    assert student_notebook(nb, "lesson.ipynb", machine_paths=["/home/ada"]).cells[0].outputs
+
+
+def test_a_student_version_that_still_shows_solution_code_is_refused():
+    teacher = lesson("def f():\n    ### BEGIN SOLUTION\n    return sorted(set(words))\n    ### END SOLUTION",
+                     "check(f)")
+    student = student_notebook(teacher)
+    verify_student_notebook(teacher, student, "lesson.ipynb")
+    leaked = copy.deepcopy(student)
+    leaked.cells[0].source += "\n    return sorted(set(words))"
+    with pytest.raises(ValueError, match=r"lesson.ipynb, cell 0: .* shows solution code \['return sorted"):
+        verify_student_notebook(teacher, leaked, "lesson.ipynb")
+    leaked = copy.deepcopy(student)
+    leaked.cells[1].outputs = teacher.cells[1].outputs
+    with pytest.raises(ValueError, match=r"lesson.ipynb, cell 1: .* keeps the outputs of the student's code"):
+        verify_student_notebook(teacher, leaked, "lesson.ipynb")
+
+
+def write_lessons(folder: Path, **cells) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for stem, source in cells.items():
+        nbformat.write(lesson(source), folder / f"{stem}.ipynb")
+    return folder
+
+
+def command(source: Path, out: Path) -> int:
+    return main(["student-notebooks", "--source", str(source), "--out", str(out)])
+
+
+def test_command_writes_every_lesson_and_removes_only_the_stale_versions_it_wrote(tmp_path):
+    source = write_lessons(tmp_path / "lessons", **{"01_a": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION",
+                                                    "02_b": "print(2)"})
+    out = tmp_path / "out"
+    assert command(source, out) == 0
+    assert [p.name for p in lessons(out)] == ["01_a.ipynb", "02_b.ipynb"]
+    assert has_stub(read_notebook(out / "01_a.ipynb").cells[0])
+    assert read_notebook(out / "01_a.ipynb").metadata["minialbert"] == {"student_version_of": "01_a.ipynb"}
+    mine = out / "09_mine.ipynb"
+    nbformat.write(lesson("print('a notebook of my own')"), mine)
+    before = mine.read_text()
+    (source / "02_b.ipynb").unlink()
+    with pytest.warns(UserWarning) as said:
+        assert command(source, out) == 0
+    assert [p.name for p in lessons(out)] == ["01_a.ipynb", "09_mine.ipynb"]      # 02_b was written by it
+    assert mine.read_text() == before
+    said = {str(w.message).split(":")[0] for w in said}
+    assert said == {f"left {mine} alone", f"removed {out / '02_b.ipynb'}"}
+    assert command(source / "none", out) == 2
+
+
+def test_command_never_overwrites_a_notebook_it_did_not_write(tmp_path, capsys):
+    source = write_lessons(tmp_path / "lessons", **{"01_a": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION"})
+    out = tmp_path / "out"
+    theirs = write_lessons(out, **{"01_a": "print('edited by hand')"}) / "01_a.ipynb"
+    before = theirs.read_text()
+    assert command(source, out) == 2
+    assert "01_a.ipynb, not written by student-notebooks" in capsys.readouterr().err
+    assert theirs.read_text() == before
+
+
+@pytest.mark.parametrize("out", ["{source}", "{source}/../lessons", "{link}"])
+def test_command_refuses_to_write_over_the_lessons(tmp_path, capsys, out):
+    """`--out notebooks` would replace every lesson by its stubbed version: the solutions would be gone."""
+    source = write_lessons(tmp_path / "lessons", **{"01_a": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION"})
+    (tmp_path / "link").symlink_to(source)
+    before = (source / "01_a.ipynb").read_text()
+    assert command(source, Path(out.format(source=source, link=tmp_path / "link"))) == 2
+    assert "is the lessons' folder" in capsys.readouterr().err
+    assert (source / "01_a.ipynb").read_text() == before
+
+
+def test_command_refuses_student_versions_as_lessons(tmp_path, capsys):
+    source = write_lessons(tmp_path / "lessons", **{"01_a": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION"})
+    assert command(source, tmp_path / "student") == 0
+    assert command(tmp_path / "student", tmp_path / "again") == 2
+    assert "01_a.ipynb is the student version of 01_a.ipynb, not a lesson" in capsys.readouterr().err
+    assert not (tmp_path / "again").exists()
+
+
+BAD_NOTEBOOKS = {"01_empty": (b"", "the file is empty"), "02_text": (b"not json", "not JSON"),
+                 "03_list": (b"[1, 2]", "it holds a JSON list"),
+                 "04_cells": (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "it has no cells"),
+                 "05_latin1": (b'{"cells": "\xe9"}', "not UTF-8")}
+
+
+def test_command_names_every_file_that_is_not_a_notebook_and_writes_nothing(tmp_path, capsys):
+    source = write_lessons(tmp_path / "lessons", **{"00_good": "print(0)"})
+    for stem, (data, _) in BAD_NOTEBOOKS.items():
+        (source / f"{stem}.ipynb").write_bytes(data)
+    assert command(source, tmp_path / "out") == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"minialbert: error: {len(BAD_NOTEBOOKS)} lessons in {source} cannot be made")
+    for stem, (_, problem) in BAD_NOTEBOOKS.items():
+        assert f"{source / stem}.ipynb is not a notebook: {problem}" in line
+    assert not (tmp_path / "out").exists()
 
 
 def test_committed_student_versions_are_what_the_command_writes():
@@ -121,3 +245,24 @@ def test_student_versions_hold_no_solution_code_and_every_stub_has_a_hint(path):
         assert not leaked, f"{path.name}, cell {index}: the student version shows solution code {leaked}"
         assert "the exercise above says what to compute" not in mine.source, (
             f"{path.name}, cell {index}: a stub without a hint; write `### BEGIN SOLUTION (hint: ...)`")
+
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~])(?:/(?:home|Users|root|work|tmp|mnt|private|var)/|[A-Za-z]:\\\\)")
+
+
+@pytest.mark.parametrize("path", lessons(STUDENT), ids=lambda p: p.stem)
+def test_committed_student_versions_show_no_feedback_the_student_did_not_earn(path):
+    """No check cell (and no stubbed cell) carries the teacher's "right: matches the package", no output
+    reports what the teacher's piece did, and no output shows an absolute path of the machine that ran it."""
+    for index, cell in enumerate(read_notebook(path).cells):
+        if cell.cell_type != "code":
+            continue
+        text = "\n".join(str(o.get("text", "")) + "\n".join(map(str, o.get("data", {}).values()))
+                         for o in cell.outputs)
+        assert not (cell.outputs and (CHECK_CALL.search(cell.source) or has_stub(cell))), (
+            f"student/{path.name}, cell {index}: a check or exercise cell shows the teacher's output: "
+            f"run `{COMMAND}`")
+        assert "matches the package" not in text and "with your step" not in text, (
+            f"student/{path.name}, cell {index}: an output of the teacher's pieces")
+        assert not ABSOLUTE_PATH.search(text), (
+            f"student/{path.name}, cell {index}: an absolute path {ABSOLUTE_PATH.search(text).group(0)!r}")
