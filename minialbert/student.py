@@ -32,6 +32,7 @@ import copy
 import os
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,11 +102,11 @@ BLOCKS = {                                  # by cell type: (begin, end, stub) o
 
 @dataclass
 class _OpenBlock:
-    begin: re.Match
-    line: int
+    begin: re.Match                                    # the BEGIN line's match
+    line: int                                          # its number in the cell, from 1
     end: re.Pattern
-    stub: object
-    inside: list[tuple[int, str]] = field(default_factory=list)
+    stub: Callable[[re.Match, list[tuple[int, str]]], list[str]]
+    inside: list[tuple[int, str]] = field(default_factory=list)     # (number, line) between the two
 
 
 def _near_miss(cell_type: str, line: str) -> str:
@@ -123,12 +124,13 @@ def _split(cell: nbformat.NotebookNode) -> tuple[list[str], list[str]]:
     looks_like_marker = LOOKS_LIKE_MARKER.get(cell.cell_type, LOOKS_LIKE_MARKER["raw"])
     out, hidden, opened = [], [], None
     for number, line in enumerate(cell.source.splitlines(), 1):
-        begin = next(((b.match(line), e, stub) for b, e, stub in kinds if b.match(line)), None)
-        end = next((e for _, e, _ in kinds if e.match(line)), None)
+        begin = next((_OpenBlock(match, number, end, stub) for start, end, stub in kinds
+                      if (match := start.match(line))), None)
+        end = next((end for _, end, _ in kinds if end.match(line)), None)
         if begin is None and end is None and looks_like_marker.search(line):
             raise ValueError(f"line {number}: {_near_miss(cell.cell_type, line)}")
         if opened is None and begin:
-            opened = _OpenBlock(begin[0], number, begin[1], begin[2])
+            opened = begin
         elif opened is None and end:
             raise ValueError(f"line {number}: {line.strip()!r} without a matching BEGIN line")
         elif opened is None:
@@ -188,10 +190,18 @@ def _used_names(source: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def output_text(outputs: list) -> str:
+    """What a cell's outputs show as text: streams, tracebacks and text/* data (not images)."""
+    parts = []
+    for out in outputs:
+        parts += [str(out.get("text", "")), "\n".join(out.get("traceback", []))]
+        parts += [str(value) for kind, value in out.get("data", {}).items() if kind.startswith("text/")]
+    return "\n".join(parts)
+
+
 def _machine_paths_in(outputs: list, machine_paths: list[str]) -> str | None:
     """The first of machine_paths (absolute folders) that an output shows, or None."""
-    text = "\n".join(str(out.get("text", "")) + "\n".join(map(str, out.get("data", {}).values()))
-                     for out in outputs)
+    text = output_text(outputs)
     return next((p for p in machine_paths if re.search(re.escape(p) + r"(?![\w.-])", text)), None)
 
 
@@ -230,7 +240,7 @@ def verify_student_notebook(teacher: nbformat.NotebookNode, student: nbformat.No
     """A ValueError unless the student version shows no line of a solution, no marker, and no output in a
     cell that was stubbed or calls check(."""
     for index, (theirs, mine) in enumerate(zip(teacher.cells, student.cells, strict=True)):
-        given, hidden = set(map(str.strip, _split(theirs)[0])), set(map(str.strip, _split(theirs)[1]))
+        given, hidden = (set(map(str.strip, lines)) for lines in _split(theirs))
         shown = set(map(str.strip, mine.source.splitlines()))
         leaked = sorted(line for line in (hidden - given) & shown if line and not line.startswith("#"))
         marker = next((line for line in mine.source.splitlines()

@@ -14,6 +14,7 @@ from minialbert.notebooks import lessons, read_notebook
 from minialbert.student import (
     CHECK_CALL,
     has_stub,
+    output_text,
     student_notebook,
     student_versions,
     verify_student_notebook,
@@ -257,8 +258,7 @@ def test_committed_student_versions_show_no_feedback_the_student_did_not_earn(pa
     for index, cell in enumerate(read_notebook(path).cells):
         if cell.cell_type != "code":
             continue
-        text = "\n".join(str(o.get("text", "")) + "\n".join(map(str, o.get("data", {}).values()))
-                         for o in cell.outputs)
+        text = output_text(cell.outputs)
         assert not (cell.outputs and (CHECK_CALL.search(cell.source) or has_stub(cell))), (
             f"student/{path.name}, cell {index}: a check or exercise cell shows the teacher's output: "
             f"run `{COMMAND}`")
