@@ -493,6 +493,47 @@ def _online_variant(q, k, v, block, rescale=True, normalise=True):
     return acc / l if normalise else acc
 
 
+TRITON_BLOCK = 16           # the Triton piece's tiles (tl.dot wants sides of at least 16)
+LOG2E = math.log2(math.e)
+
+
+def _triton_inputs(g, trial):
+    N, d = 3 * TRITON_BLOCK, 16                 # three query tiles, three key tiles
+    return _randn(g, N, d), _randn(g, N, d) * 2, _randn(g, N, d)
+
+
+def _triton_online_softmax(kernel, g, trial) -> tuple[str | None, float]:
+    """Launch the learner's @triton.jit kernel in Triton's interpreter (on the CPU, GPU or not) on one head
+    and compare its output with the package's kernel, minialbert.kernels.fused_attention, on the same
+    tiles. The kernel's arguments: Q, K, V, O (N, d) float32, n_keys, qk_scale = log2(e) / sqrt(d), and the
+    constants HEAD_DIM, BLOCK_M, BLOCK_N; one program per tile of BLOCK_M queries."""
+    # triton only here: lesson 10 imports it after choosing the interpreter or a GPU
+    from triton.runtime.errors import InterpreterError
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from .kernels import INTERPRET, fused_attention
+
+    if not callable(getattr(kernel, "fn", None)):
+        return "it is not a Triton kernel: put @triton.jit above its def", 0.0
+    q, k, v = inputs = _triton_inputs(g, trial)
+    (N, d), out = q.shape, torch.zeros_like(q)
+    try:
+        InterpretedFunction(kernel.fn)[(N // TRITON_BLOCK,)](
+            q, k, v, out, N, LOG2E / math.sqrt(d), HEAD_DIM=d, BLOCK_M=TRITON_BLOCK, BLOCK_N=TRITON_BLOCK)
+    except InterpreterError as e:       # the interpreter wraps what the kernel raised: say that instead
+        raise (e.__cause__ or e) from None
+    device = "cpu" if INTERPRET else "cuda"
+    theirs = fused_attention(*(t.to(device)[None, None] for t in (q, k, v)), block_m=TRITON_BLOCK,
+                             block_n=TRITON_BLOCK)[0, 0].cpu()
+    if (problem := difference(out, theirs)) is not None:
+        return problem + _mistake(PIECES["online_softmax_triton"], out, inputs), 0.0
+    return None, _largest(out, theirs)
+
+
+def _softmax_attention_scaled(q, k, v, scale):
+    return torch.softmax(q @ k.T * scale, dim=-1) @ v
+
+
 
 # ------------------------------------------------------------------ lessons 08 and 09
 def _cross_inputs(g, trial):
@@ -659,6 +700,13 @@ PIECES: dict[str, Piece] = {p.name: p for p in (
                      lambda *a: _online_variant(*a, rescale=False)),
                     ("not dividing the accumulator by the running sum at the end",
                      lambda *a: _online_variant(*a, normalise=False)))),
+    Piece("online_softmax_triton", "property", _triton_online_softmax, lambda g, trial: (),
+          mistakes=(("not rescaling the running sum and accumulator when the maximum grows",
+                     lambda q, k, v: _online_variant(q, k, v, TRITON_BLOCK, rescale=False)),
+                    ("tl.exp instead of tl.exp2 (qk_scale holds log2(e): the scores are in base 2)",
+                     lambda q, k, v: _softmax_attention_scaled(q, k, v, LOG2E / math.sqrt(q.shape[-1]))),
+                    ("leaving out qk_scale",
+                     lambda q, k, v: _softmax_attention_scaled(q, k, v, 1 / LOG2E)))),
 )}
 
 
