@@ -18,7 +18,7 @@ The convention, written here because this is where it is enforced:
   `*0.3x*`, `*4,096*`. Each lesson says so once, near the paper's numbers. Marked numbers are not read.
 - **README.** A README paragraph or table row that names exactly one lesson ("lesson 08", `08_...`,
   or a table row starting with the lesson's number) is held to the same rule against that lesson's
-  outputs and the JSON files the paragraph names.
+  outputs and the JSON files the paragraph names (`gpu_check_<gpu>.json`: every file of that pattern).
 
 A failure lists each number that no output holds, with the sentence around it, so the fix is either
 the prose (say what the output says) or the output (print what the prose needs), never the test.
@@ -46,6 +46,7 @@ NUMBER = re.compile(r"(?<![\w.,])(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+
                     r"(?P<unit>\s?%|\s?s\b|\s?min\b|\s?minutes?\b|\s?seconds?\b)?(?![\w,]*\d)")
 PRINTED = re.compile(r"\d[\d,]*(?:\.\d+)?")
 JSON_NAME = re.compile(r"([\w.-]+\.json)\b")
+README_JSON = re.compile(r"([\w.<>*-]+\.json)\b")       # gpu_check_<gpu>.json: every file of that pattern
 
 
 def prose_numbers(text: str) -> list[tuple[str, float, int, str]]:
@@ -182,7 +183,8 @@ def test_the_readme_blocks_that_describe_a_lesson_are_found():
 def test_every_number_the_readme_gives_for_a_lesson_is_printed_by_it():
     missing = []
     for line, number, text in readme_blocks():
-        sources = lesson_sources(lesson_path(number)) | numbers_of_jsons(JSON_NAME.findall(text))
+        patterns = {re.sub(r"<[^>]*>", "*", name) for name in README_JSON.findall(text)}
+        sources = lesson_sources(lesson_path(number)) | numbers_of_jsons(patterns)
         missing += [f"README line {line} (lesson {number}): {m}" for m in unmatched(text, sources)]
     assert not missing, f"{len(missing)} number(s) in README that the lesson described does not print:\n" \
         + "\n".join(missing)
