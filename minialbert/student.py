@@ -287,19 +287,22 @@ def student_versions(source_dir: str | Path) -> dict[str, str]:
     if not found:
         raise FileNotFoundError(f"no lessons (NN_name.ipynb) in {source_dir}: run from the repository "
                                 "root or pass --source")
-    machine_paths, versions, problems = _machine_paths(source_dir), {}, []
+    machine_paths, versions, problems, copies = _machine_paths(source_dir), {}, [], []
     for path in found:
         try:
             nb = read_notebook(path)
-            if lesson := made_from(nb):
-                raise ValueError(f"{path} is the student version of {lesson}, not a lesson: pass the "
-                                 "lessons' folder as --source")
+            if made_from(nb):
+                copies.append(path.name)
+                continue
             student = student_notebook(nb, str(path), machine_paths)
         except ValueError as e:
             problems.append(str(e))
             continue
         student.metadata[METADATA_KEY] = {"student_version_of": path.name}
         versions[path.name] = notebook_text(clean_notebook(student))
+    if copies:
+        problems.insert(0, f"{source_dir} holds student versions, not lessons ({', '.join(copies)}): pass "
+                           "the lessons' folder as --source")
     raise_all(problems, f"lessons in {source_dir} cannot be made into student versions")
     return versions
 

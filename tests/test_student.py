@@ -172,7 +172,8 @@ def test_command_refuses_student_versions_as_lessons(tmp_path, capsys):
     source = write_lessons(tmp_path / "lessons", **{"01_a": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION"})
     assert command(source, tmp_path / "student") == 0
     assert command(tmp_path / "student", tmp_path / "again") == 2
-    assert "01_a.ipynb is the student version of 01_a.ipynb, not a lesson" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert f"{tmp_path / 'student'} holds student versions, not lessons (01_a.ipynb)" in said
     assert not (tmp_path / "again").exists()
 
 
