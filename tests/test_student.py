@@ -184,14 +184,15 @@ BAD_NOTEBOOKS = {"01_empty": (b"", "the file is empty"), "02_text": (b"not json"
 
 
 def test_command_names_every_file_that_is_not_a_notebook_and_writes_nothing(tmp_path, capsys):
-    source = write_lessons(tmp_path / "lessons", **{"00_good": "print(0)"})
+    source = write_lessons(tmp_path / "lessons", **{"00_good": "print(0)", "06_marker": "#### END SOLUTION"})
     for stem, (data, _) in BAD_NOTEBOOKS.items():
         (source / f"{stem}.ipynb").write_bytes(data)
     assert command(source, tmp_path / "out") == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"minialbert: error: {len(BAD_NOTEBOOKS)} lessons in {source} cannot be made")
+    assert line.startswith(f"minialbert: error: {len(BAD_NOTEBOOKS) + 1} lessons in {source} cannot be made")
     for stem, (_, problem) in BAD_NOTEBOOKS.items():
         assert f"{source / stem}.ipynb is not a notebook: {problem}" in line
+    assert f"{source / '06_marker.ipynb'}, cell 0, line 1: '#### END SOLUTION' looks like" in line
     assert not (tmp_path / "out").exists()
 
 
