@@ -1,7 +1,10 @@
 """The verdict helper: each rule on constructed numbers, its edge cases and its errors."""
 
 import math
+import re
+from pathlib import Path
 
+import nbformat
 import pytest
 
 from minialbert.verdict import LABELS, Verdict, arm_over_seeds, t_quantile, verdict
@@ -224,3 +227,51 @@ def test_an_arm_over_seeds_is_not_the_union_of_its_seeds_intervals():
 def test_t_quantile_table_and_beyond():
     assert t_quantile(1) == 12.706 and t_quantile(2) == 4.303 and t_quantile(30) == 2.042
     assert 2.02 < t_quantile(40) < 2.03 and 1.96 < t_quantile(10_000) < 1.961
+
+
+# ------------------------------------------------------------------ the labels the lessons print
+LESSONS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+AGAINST_PAPER = re.compile(r"(?P<label>not reproduced|direction only|reproduced): \S+ (?P<value>[\d.]+)% "
+                           r"\[(?P<low>[\d.]+)%, (?P<high>[\d.]+)%\], the paper's (?P<paper>[\d.]+)% "
+                           r"± (?P<margin>[\d.]+) points: gap")
+
+
+def printed_lines(path):
+    for cell in nbformat.read(path, as_version=4).cells:
+        for out in cell.get("outputs", []):
+            yield from "".join(out.get("text", "")).splitlines()
+
+
+def label_problem(line: str) -> str | None:
+    """What is wrong with a printed verdict line, or None: 'reproduced' only with the interval inside the
+    paper's number ± margin, 'direction only' never then; no old-style 'verdict: reproduced' line."""
+    if (m := AGAINST_PAPER.search(line)) is not None:
+        low, high, paper, margin = (float(m[k]) for k in ("low", "high", "paper", "margin"))
+        within = paper - margin - 0.05 <= low and high <= paper + margin + 0.05   # printed to 3 digits
+        if (m["label"] == "reproduced") != within:
+            return f"the label does not follow from the numbers: {line}"
+    if re.search(r"verdict: reproduced\b", line):
+        return f"an old-style label, without the paper's number: {line}"
+    return None
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_a_printed_label_follows_from_the_numbers_printed_with_it(path):
+    found = [p for line in printed_lines(path) if (p := label_problem(line)) is not None]
+    assert not found, f"{path.name}:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("line", [
+    "3. sop: reproduced: sop 51.9% [49%, 54.7%], the paper's 86.5% ± 3.3 points: gap -34.6 points",
+    "4. nsp: direction only: nsp 88% [87.5%, 88.6%], the paper's 90.5% ± 3.3 points: gap -2.5 points",
+    "    verdict: reproduced",
+])
+def test_the_label_check_catches_an_overclaim(line):
+    assert label_problem(line) is not None
+
+
+def test_the_label_check_passes_what_the_rule_prints():
+    sop = arm_over_seeds("sop", seeds_of(0.526, 0.525, 0.506))
+    for paper in (0.865, 0.52):
+        line = verdict("reproduced", sop, paper=paper, margin=0.033, chance=0.5, condition="c", percent=True)
+        assert label_problem(f"claim: {line.short()}") is None
