@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -503,28 +504,34 @@ def _triton_inputs(g, trial):
 
 
 def _triton_online_softmax(kernel, g, trial) -> tuple[str | None, float]:
-    """Launch the learner's @triton.jit kernel in Triton's interpreter (on the CPU, GPU or not) on one head
-    and compare its output with the package's kernel, minialbert.kernels.fused_attention, on the same
-    tiles. The kernel's arguments: Q, K, V, O (N, d) float32, n_keys, qk_scale = log2(e) / sqrt(d), and the
+    """Launch the learner's @triton.jit kernel on one head and compare its output with the package's kernel,
+    minialbert.kernels.fused_attention, on the same tiles: in Triton's interpreter on the CPU where the
+    kernels are interpreted (no GPU), compiled on the GPU otherwise, float32 products in full float32 in
+    both. The kernel's arguments: Q, K, V, O (N, d) float32, n_keys, qk_scale = log2(e) / sqrt(d), and the
     constants HEAD_DIM, BLOCK_M, BLOCK_N; one program per tile of BLOCK_M queries."""
     # triton only here: lesson 10 imports it after choosing the interpreter or a GPU
+    from triton import knobs
     from triton.runtime.errors import InterpreterError
-    from triton.runtime.interpreter import InterpretedFunction
 
     from .kernels import INTERPRET, fused_attention
 
     if not callable(getattr(kernel, "fn", None)):
         return "it is not a Triton kernel: put @triton.jit above its def", 0.0
+    if not INTERPRET and (stub := re.search(r"raise NotImplementedError\((['\"])(.*?)\1\)", kernel.src)):
+        raise NotImplementedError(stub.group(2))        # a compiled kernel cannot raise: its stub says it
     q, k, v = inputs = _triton_inputs(g, trial)
-    (N, d), out = q.shape, torch.zeros_like(q)
+    device = "cpu" if INTERPRET else "cuda"
+    (N, d), out = q.shape, torch.zeros_like(q, device=device)
     try:
-        InterpretedFunction(kernel.fn)[(N // TRITON_BLOCK,)](
-            q, k, v, out, N, LOG2E / math.sqrt(d), HEAD_DIM=d, BLOCK_M=TRITON_BLOCK, BLOCK_N=TRITON_BLOCK)
+        with knobs.language.scope():
+            knobs.language.fp32_default = "ieee"        # a GPU's default for float32 tl.dot is tf32
+            kernel[(N // TRITON_BLOCK,)](*(t.to(device) for t in (q, k, v)), out, N, LOG2E / math.sqrt(d),
+                                         HEAD_DIM=d, BLOCK_M=TRITON_BLOCK, BLOCK_N=TRITON_BLOCK)
     except InterpreterError as e:       # the interpreter wraps what the kernel raised: say that instead
         raise (e.__cause__ or e) from None
-    device = "cpu" if INTERPRET else "cuda"
     theirs = fused_attention(*(t.to(device)[None, None] for t in (q, k, v)), block_m=TRITON_BLOCK,
-                             block_n=TRITON_BLOCK)[0, 0].cpu()
+                             block_n=TRITON_BLOCK)[0, 0]
+    out, theirs = out.cpu(), theirs.cpu()
     if (problem := difference(out, theirs)) is not None:
         return problem + _mistake(PIECES["online_softmax_triton"], out, inputs), 0.0
     return None, _largest(out, theirs)
