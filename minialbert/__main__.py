@@ -109,7 +109,7 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
         for r in zoo.status(scale, args.only):
             left = "?" if r["minutes_left"] is None else f"{r['minutes_left']:.1f}"
             print(f"{r['name']:22s} {r['state']:8s} {r['steps_done']:>6d}/{r['steps']:<6d} "
-                  f"~{left:>5s} min left  {r['about']}")
+                  f"~{left:>5s} min left  {r.get('problem', r['about'])}")
         return
     rows = zoo.build(args.only, scale, progress=not args.quiet, device=args.device, compile=args.compile)
     print(zoo.format_summary(rows, markdown=args.markdown))

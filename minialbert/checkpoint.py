@@ -42,6 +42,11 @@ WEIGHTS_FILES = CHECKPOINT_FILES[:3]
 MANIFEST = "manifest.json"          # {file: sha256} of CHECKPOINT_FILES, written into the checkpoint
 LOCK_FILE = ".lock"
 STEP_DIR = re.compile(r"step-\d{6,}")
+# What an interrupted save can leave behind, and only that is removed at the next start of the run: a
+# checkpoint folder being written (save_checkpoint), a file of write_text_atomic (.NAME.tmp-PID) or of
+# download.atomic_write (.NAME.XXXXXXXX.tmp, mkstemp's 8 random characters).
+TEMPORARY_CHECKPOINT = re.compile(r"\.tmp-step-\d{6,}-\d+")
+TEMPORARY_FILE = re.compile(r"\..+\.(tmp-\d+|[a-z0-9_]{8}\.tmp)")
 DAMAGED = "damaged-"                # prefix of a checkpoint set aside by recover_run (kept, never used)
 # No trained ALBERT weight comes near this; a larger value is a damaged or diverged checkpoint.
 MAX_ABS_WEIGHT = 1e6
@@ -105,10 +110,13 @@ def save_checkpoint(run_dir: Path, model: nn.Module, optimizer, scheduler, state
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     name = f"step-{state['step']:06d}"
-    tmp = root / f".tmp-{name}-{os.getpid()}"
+    tmp = root / f".tmp-{name}-{os.getpid()}"           # matches TEMPORARY_CHECKPOINT
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         _write_checkpoint_files(tmp, model, optimizer, scheduler, state)
+    except KeyboardInterrupt:
+        shutil.rmtree(tmp, ignore_errors=True)   # Ctrl-C mid-save: the previous checkpoint stays the latest
+        raise
     except (OSError, RuntimeError) as e:
         shutil.rmtree(tmp, ignore_errors=True)   # never leave half a checkpoint filling the disk
         free = shutil.disk_usage(root).free
@@ -118,7 +126,7 @@ def save_checkpoint(run_dir: Path, model: nn.Module, optimizer, scheduler, state
             raise
         last = find_checkpoint(run_dir)
         kept = f"the last good checkpoint is {last.name}" if last else "no checkpoint was saved before"
-        problem = f"no space left on the device ({free / 2**20:.1f} MiB free)" if full else e.strerror
+        problem = f"no space left on the device ({free / 2**20:.1f} MiB free)" if full else (e.strerror or e)
         raise OSError(f"{problem} while writing checkpoint {root / name}; {kept}") from None
     final = root / name
     if final.exists():                      # left by a run that crashed before updating `latest`
@@ -341,11 +349,20 @@ def run_lock(run_dir: Path):
 
 
 def _remove_temporaries(run_dir: Path) -> None:
-    """Delete temporary files and folders an interrupted save left behind (we hold the lock)."""
+    """Delete the temporary files and checkpoint folders an interrupted save left behind (we hold the
+    lock, so no save of ours is under way), saying so in one line; nothing else is touched."""
     checkpoints = run_dir / "checkpoints"
-    leftovers = [*run_dir.glob(".*.tmp-*"), *run_dir.glob(".*.tmp"), *checkpoints.glob(".*tmp-*")]
-    for tmp in leftovers:
-        shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+    folders = [p for p in checkpoints.glob(".tmp-step-*") if TEMPORARY_CHECKPOINT.fullmatch(p.name)
+               and p.is_dir() and not p.is_symlink()]
+    files = [p for folder in (run_dir, checkpoints) for p in folder.glob(".*tmp*")
+             if TEMPORARY_FILE.fullmatch(p.name) and (p.is_file() or p.is_symlink())]
+    for path in folders:
+        shutil.rmtree(path)
+    for path in files:
+        path.unlink()
+    if folders or files:
+        names = ", ".join(str(p.relative_to(run_dir)) for p in [*folders, *files])
+        warnings.warn(f"removed what an interrupted save left in {run_dir}: {names}", stacklevel=4)
 
 
 def start_run_files(out_dir: Path, cfg: AlbertConfig, args, history: list[dict]):

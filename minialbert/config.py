@@ -3,10 +3,10 @@
 One dataclass covers both models: BERT is ALBERT with `sharing="none"`, E = H and no E->H
 projection. Presets hold the paper's Table 1 sizes and the small sizes this course trains.
 The config is frozen, so a model always matches the config it was built from: change a field
-with `cfg.replace(...)`, which validates again and, when sharing or num_layers change, derives
-num_hidden_groups afresh (1 for sharing="all") unless you pass it. `dataclasses.replace(cfg, ...)`
-validates too but keeps num_hidden_groups as it was (for sharing="all"): on a 2-group config,
-`cfg.replace(num_layers=6)` has 1 group and `dataclasses.replace(cfg, num_layers=6)` keeps 2.
+with `cfg.replace(...)`, which validates again. An explicit num_hidden_groups survives it: on a
+2-group config `cfg.replace(num_layers=6)` keeps 2 groups (3 layers each), and `cfg.replace(num_layers=5)`
+is refused by name (2 does not divide 5), never silently changed to 1. Only a change of sharing to "all"
+derives the groups afresh (1, unless you pass them): under any other sharing they were num_layers.
 """
 
 from __future__ import annotations
@@ -128,10 +128,11 @@ class AlbertConfig:
         return self.hidden_size // self.num_heads
 
     def replace(self, **changes) -> AlbertConfig:
-        """A validated copy with some fields changed (num_hidden_groups re-derived if not given)."""
+        """A validated copy with some fields changed. num_hidden_groups is kept (a count that no longer
+        divides num_layers is refused, naming both), except when sharing becomes "all": it derives 1."""
         fields = dataclasses.asdict(self)
-        if "sharing" in changes or "num_layers" in changes:
-            fields["num_hidden_groups"] = None
+        if changes.get("sharing", self.sharing) == "all" and self.sharing != "all":
+            fields["num_hidden_groups"] = None          # it was num_layers, derived by the other sharing
         return AlbertConfig.from_dict({**fields, **changes})
 
     def to_dict(self) -> dict:

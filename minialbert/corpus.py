@@ -20,12 +20,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import time
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
 
-from .download import cache_dir, read_checked, write_checked
+from .download import DownloadError, cache_dir, read_checked, write_checked
 from .prose import book_paragraphs, course_sentences, decode_text, docstring_paragraphs, rst_paragraphs
 from .pydocs import PACKAGES, package_documents, pydocs_documents
 from .sentences import SPLITS, Document, check_split, corpus_stats, split_of, split_sentences, title_hash
@@ -284,23 +286,33 @@ def documents(name: str = "pydocs", split: str = "train",
     return (doc for _, doc in zip(range(max_documents), stream))
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     """`python -m minialbert.corpus [--rehash]`: build (or load) the course corpus, print its
     statistics; --rehash builds it without the hash check and prints the hashes to record."""
     import argparse
 
-    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m minialbert.corpus", description=main.__doc__)
     parser.add_argument("--rehash", action="store_true", help="print the hashes of a fresh build")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     args = parser.parse_args(argv)
-    if args.rehash:
-        splits = build_course_corpus()
-        print(f"COURSE_CORPUS_SHA256 = {hashlib.sha256(serialise_course(splits)).hexdigest()!r}")
-        for name, digest in source_hashes(splits).items():
-            print(f"{name}: content_sha256 = {digest!r}")
-    else:
-        splits = course_corpus()
+    if not args.debug:              # a warning (a damaged cache file being rebuilt) is one line too
+        warnings.formatwarning = lambda message, *_, **__: f"{parser.prog}: warning: {message}\n"
+    try:
+        if args.rehash:
+            splits = build_course_corpus()
+            print(f"COURSE_CORPUS_SHA256 = {hashlib.sha256(serialise_course(splits)).hexdigest()!r}")
+            for name, digest in source_hashes(splits).items():
+                print(f"{name}: content_sha256 = {digest!r}")
+        else:
+            splits = course_corpus()
+    except (ValueError, OSError, DownloadError) as e:     # one line naming the file (--debug: traceback)
+        if args.debug:
+            raise
+        sys.stderr.write(f"{parser.prog}: error: {e}\n")
+        return 1
     print(format_course_stats(course_corpus_stats(splits)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

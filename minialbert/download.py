@@ -8,10 +8,12 @@ builds itself (corpus, tokenizer) carry a sha256 beside them and are rebuilt whe
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import json
 import os
+import shutil
 import tempfile
 import urllib.error
 import urllib.request
@@ -27,8 +29,15 @@ class DownloadError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """The cache directory: $MINIALBERT_CACHE, else ~/.cache/minialbert (created if missing)."""
-    path = Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "minialbert").expanduser()
+    """The cache directory: $MINIALBERT_CACHE (an absolute path, or one starting with ~), else
+    ~/.cache/minialbert (created if missing). A relative path is refused: the lessons run in notebooks/
+    and the CLI in the repository, so one setting would name two caches."""
+    setting = os.environ.get(CACHE_ENV_VAR, "")
+    path = Path(setting or Path.home() / ".cache" / "minialbert").expanduser()
+    if not path.is_absolute():
+        raise ValueError(f"{CACHE_ENV_VAR}={setting!r} is a relative path, so it would name another cache in "
+                         f"every folder a command or lesson runs from; give an absolute path (e.g. "
+                         f"{Path(setting).absolute()}) or unset it for ~/.cache/minialbert")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -39,20 +48,53 @@ def cache_dir() -> Path:
 
 def atomic_write(path: Path, data: bytes) -> Path:
     """Write bytes to a temp file in path's directory, then rename: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    atomic_write_all({Path(path): data})
+    return Path(path)
+
+
+def atomic_write_all(files: dict[Path, bytes]) -> None:
+    """Write several files that belong together (a figure's PNG and its JSON): each to a temp file in its
+    directory (fsynced), and only when all are written rename them into place, so a failure (a full
+    disk, say) leaves none of the new files, and no temp file. An error names the file and what to do."""
+    temps: dict[Path, str] = {}
+    path = None
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())                # on disk before it is renamed into place
-        os.chmod(tmp, 0o644)                    # mkstemp makes 0600 files; caches are plain files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for path, data in files.items():
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temps[path] = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())            # on disk before it is renamed into place
+            os.chmod(temps[path], 0o644)        # mkstemp makes 0600 files; caches are plain files
+        for path, tmp in temps.items():
+            os.replace(tmp, path)
+    except BaseException as e:
+        for tmp in temps.values():
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and path is not None:
+            raise _named_write_error(e, path) from None
         raise
-    return path
+
+
+def _named_write_error(e: OSError, path: Path) -> OSError:
+    """The OSError of a failed write, as one line naming the file and what to do (a full disk: where to
+    make room, and whether the file was in the cache, which MINIALBERT_CACHE can move)."""
+    text = f"cannot write {path}: {e.strerror or e}"
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        try:
+            free = f" ({shutil.disk_usage(path.parent).free / 2**20:.1f} MiB free there)"
+        except OSError:
+            free = ""
+        cache = Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "minialbert").expanduser()
+        in_cache = path.resolve().is_relative_to(cache.resolve())
+        where = (f"it is in the minialbert cache {cache}: free space there or set {CACHE_ENV_VAR} to a "
+                 f"folder on a disk with room" if in_cache else f"free space on the disk of {path.parent}")
+        text = f"no space left on the device while writing {path}{free}; {where}"
+    named = OSError(text)
+    named.errno = e.errno          # kept for callers that test it (strerror and filename would reformat
+    return named                   # the message as "[Errno N] ...: path")
 
 
 def write_json(path: Path, obj) -> Path:
@@ -73,6 +115,10 @@ def read_checked(path: Path) -> bytes | None:
     path, checksum = Path(path), _checksum_file(path)
     if not path.exists():
         return None
+    for name in (path, checksum):
+        if name.exists() and not name.is_file():
+            raise ValueError(f"cache file {name} is a folder (or another non-file); remove it (rm -r "
+                             f"'{name}') and run again: the file is rebuilt")
     data = path.read_bytes()
     expected = checksum.read_text().strip() if checksum.is_file() else None
     if expected == hashlib.sha256(data).hexdigest():

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import offset_copy
 
-from .download import atomic_write
+from .download import atomic_write_all
 from .scale import Scale
 
 
@@ -153,12 +153,13 @@ def figure_dir(scale: Scale) -> Path:
 
 def save_figure(fig, name: str, numbers: dict, directory: str | Path) -> Path:
     """Save fig as NAME.png and the numbers behind it as NAME.json in `directory` (a lesson passes
-    figure_dir(scale)), each written atomically."""
+    figure_dir(scale)), written together: both or (a full disk, say) neither of the new ones."""
     directory = Path(directory)
     png = io.BytesIO()
     fig.savefig(png, dpi=120, bbox_inches="tight", format="png")
-    atomic_write(directory / f"{name}.json", (json.dumps(numbers, indent=2) + "\n").encode())
-    return atomic_write(directory / f"{name}.png", png.getvalue())
+    atomic_write_all({directory / f"{name}.json": (json.dumps(numbers, indent=2) + "\n").encode(),
+                      directory / f"{name}.png": png.getvalue()})
+    return directory / f"{name}.png"
 
 
 # The paper's axis ranges for its figure (BERT-large vs ALBERT-large, 24 layers: the paper's Figure 1).

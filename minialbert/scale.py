@@ -131,6 +131,7 @@ SCALES = {
 # vocabulary, positions) and so its sequence length kept, so that the gpu scale's code paths (CLI,
 # lessons, figures) run end to end on a CPU in minutes. Its numbers measure nothing.
 DRY_RUN_VAR = "MINIALBERT_DRY_RUN"
+DRY_RUN_VALUES = ("", "0", "1")    # what $MINIALBERT_DRY_RUN may hold: off, off, on
 DRY_RUN_SUFFIX = "-dry"
 DRY_RUN = dict(
     # The small corpus embedded in the package: no download. 800 of its train documents still train the
@@ -166,11 +167,18 @@ def current_scale(name: str | Scale | None = None) -> Scale:
     """
     if isinstance(name, Scale):
         return name
+    source = "argument" if name else ENV_VAR
     name = name or os.environ.get(ENV_VAR, "course")
-    # $MINIALBERT_DRY_RUN=1 (not 0 or empty), or a dry run's name (`figures` hands its lessons the name)
-    dry = os.environ.get(DRY_RUN_VAR, "").strip() not in ("", "0") or name.endswith(DRY_RUN_SUFFIX)
+    # $MINIALBERT_DRY_RUN=1 (unset, empty or 0: off), or a dry run's name (`figures` hands its lessons the
+    # name). Any other value is refused: "false" or "no" must not turn the dry run on, nor "yes" leave it off.
+    dry_setting = os.environ.get(DRY_RUN_VAR, "")
+    if dry_setting not in DRY_RUN_VALUES:
+        allowed = ", ".join(map(repr, DRY_RUN_VALUES))
+        raise ValueError(f"{DRY_RUN_VAR}={dry_setting!r} is not one of {allowed}: set it to 1 for a dry run, "
+                         f"0 or nothing (or unset it) for none")
+    dry = dry_setting == "1" or name.endswith(DRY_RUN_SUFFIX)
     name = name.removesuffix(DRY_RUN_SUFFIX)
     if name not in SCALES:
-        raise ValueError(f"unknown scale {name!r} (from {ENV_VAR} or argument); choose one of "
-                         f"{', '.join(SCALES)}")
+        given = f"{ENV_VAR}={name!r}" if source == ENV_VAR else f"scale {name!r}"
+        raise ValueError(f"unknown {given}; choose one of {', '.join(SCALES)}")
     return dry_run(SCALES[name]) if dry else SCALES[name]

@@ -228,6 +228,10 @@ def course_archive(source: Source) -> Path:
     flit, hatchling; numpy's meson build would compile all of numpy). Nothing is installed.
     """
     path = _archive_dir() / source.filename
+    if path.exists() and not path.is_file():
+        raise ValueError(f"{path} is a folder (or another non-file) where the cache keeps the archive "
+                         f"{source.filename}; remove it (rm -r '{path}') and run again: pip fetches the "
+                         "archive again")
     if path.exists():
         try:
             _check_archive(source, path)

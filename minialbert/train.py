@@ -269,6 +269,13 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
     step, history = 0, []
     if ckpt is not None:
         step, history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler, device)
+        if step >= args.steps and out_dir is not None and (
+                ckpt.resolve().parent != (out_dir / "checkpoints").resolve()):
+            # nothing to train, so nothing would be written: out_dir would not exist (the steps are part
+            # of the arguments a resumed run must match, so the run cannot go on either)
+            raise ValueError(f"{ckpt} is already at step {step} of {args.steps}: the run it belongs to is "
+                             f"finished, so there is nothing to train into {out_dir}; use {ckpt} itself "
+                             f"(or copy its run), or start a new run there without resume_from")
     log_file = None                              # opened by the first record: nothing is written before
 
     ddp = None

@@ -48,6 +48,20 @@ def test_groups_default_follows_sharing():
     assert AlbertConfig(sharing="ffn", num_hidden_groups=2).num_hidden_groups == 12   # only "all" has groups
 
 
+def test_replace_keeps_explicit_groups_or_refuses_them_by_name():
+    """Issue 47: replace(num_layers=6) on a 2-group config used to drop the explicit 2 groups for 1."""
+    cfg = AlbertConfig.preset("ci-albert", num_hidden_groups=2)
+    six = cfg.replace(num_layers=6)
+    assert (six.num_layers, six.num_hidden_groups) == (6, 2)
+    assert cfg.replace(hidden_size=128).num_hidden_groups == 2
+    with pytest.raises(ValueError, match="num_hidden_groups 2 does not divide num_layers 5"):
+        cfg.replace(num_layers=5)
+    assert cfg.replace(num_layers=5, num_hidden_groups=1).num_hidden_groups == 1     # given: taken
+    # groups that another sharing derived (one per layer) are derived afresh when sharing becomes "all"
+    assert AlbertConfig.preset("ci-bert").replace(sharing="all").num_hidden_groups == 1
+    assert cfg.replace(sharing="none").num_hidden_groups == cfg.num_layers
+
+
 def test_round_trip_through_json(tmp_path):
     cfg = AlbertConfig.preset("course-albert", sharing="ffn")
     cfg.save(tmp_path / "config.json")

@@ -154,11 +154,19 @@ def test_leftover_temporaries_are_cleaned_at_the_next_start(tmp_path):
     pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data, out_dir=tmp_path,
              progress=False)
     (tmp_path / "checkpoints" / ".tmp-step-000002-123").mkdir()
+    (tmp_path / "checkpoints" / ".tmp-step-000002-123" / "model.safetensors").write_bytes(b"half")
     (tmp_path / "checkpoints" / ".latest.tmp-123").write_text("step-000002\n")
     (tmp_path / ".metrics.jsonl.tmp-123").write_text("")
-    pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data, out_dir=tmp_path,
-             resume=True, progress=False)
-    assert not [p for p in tmp_path.rglob("*") if "tmp" in p.name]
+    (tmp_path / ".config.json.k3j_9xq0.tmp").write_text("")                    # atomic_write's mkstemp
+    mine = [tmp_path / "checkpoints" / ".tmp-notes", tmp_path / "tmp-mine", tmp_path / ".tmp-step-2-x"]
+    for path in mine:                                   # not the tool's pattern: never touched
+        path.mkdir()
+    with pytest.warns(UserWarning, match=r"removed what an interrupted save left in .*: "
+                                         r"checkpoints/.tmp-step-000002-123, ") as said:
+        pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data, out_dir=tmp_path,
+                 resume=True, progress=False)
+    assert len(said) == 1 and "\n" not in str(said[0].message)
+    assert sorted(p for p in tmp_path.rglob("*") if "tmp" in p.name) == sorted(mine)
 
 
 def test_an_empty_out_dir_is_refused(tmp_path, monkeypatch):
@@ -442,12 +450,12 @@ def test_hf_weights_without_the_pooler_are_reported():
 
 def test_initializer_range_and_replace_behave_as_documented():
     """Case 8: an initializer range that overflows is refused by name; replace() and
-    dataclasses.replace() differ on num_hidden_groups exactly as the module says."""
+    dataclasses.replace() both keep an explicit num_hidden_groups (issue 47: replace() used to drop it)."""
     for value in (8e242, 1e8, 2.0):
         with pytest.raises(ValueError, match="initializer_range"):
             AlbertConfig(initializer_range=value)
     cfg = AlbertConfig.preset("albert-base", num_layers=4, num_hidden_groups=2)
-    assert cfg.replace(num_layers=6).num_hidden_groups == 1
+    assert cfg.replace(num_layers=6).num_hidden_groups == 2
     assert dataclasses.replace(cfg, num_layers=6).num_hidden_groups == 2
 
 
