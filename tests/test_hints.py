@@ -7,14 +7,15 @@ Each `### BEGIN SOLUTION (hint: ...)` block of every lesson becomes a stub whose
 
 where the solution's tokens are its identifiers, numbers and operators in order (Python's tokenizer:
 comments and strings are not code), the hint's are the same kinds of tokens read from its text, and LCS
-is the longest common subsequence. Two kinds of tokens are left out of both: Python keywords (`for`,
-`in`, `return` are also English) and names the learner already sees in the cell outside the solution
-(the function's arguments, the attributes `__init__` made): repeating those gives nothing away.
+is the longest common subsequence. Two kinds of tokens are left out of both: Python's keywords and
+builtins (`for`, `in`, `any`, `sum`, `max` are also English words) and names the learner already sees in
+the cell outside the solution (the function's arguments, the attributes `__init__` made): repeating
+those gives nothing away.
 
 The threshold, 0.2: a hint may repeat at most a fifth of the solution's new code. Calibration, measured on
 the lessons when this test was written: a hint that is the solution itself scores 1.00; the hints issue 45
 quotes score 0.80 (LAMB's trust ratio, `torch.where((w_norm > 0) & ...)`) and 0.90 (the training step's
-list of calls); the online softmax hint that wrote out each update scored 0.36; the hints written in words
+list of calls); the online softmax hint that wrote out each update scored 0.35; the hints written in words
 scored 0.00-0.10 ("walk the positions; skip specials ...": 0.04, "the first moments are (1-b1) g and
 (1-b2) g^2: divide them": 0.04). Between the two groups a hint that names one or two of a short solution's
 calls lands at 0.25-0.5: for a solution of a few tokens, naming its calls is the solution. The tests at
@@ -22,6 +23,7 @@ the bottom keep the calibration honest (the solution scores 1, a hint in words f
 below the threshold).
 """
 
+import builtins
 import io
 import keyword
 import re
@@ -40,6 +42,7 @@ OPERATORS = {"+", "-", "*", "/", "//", "%", "**", "@", "==", "!=", "<", ">", "<=
              "*=", "/=", "&", "|", "~", "^", "<<", ">>"}
 HINT_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?(?:e-?\d+)?|//|\*\*|==|!=|<=|>=|<<|>>|[-+*/%@=<>&|~^]")
 NAME = re.compile(r"[A-Za-z_]\w*")
+BUILTINS = set(dir(builtins))
 CHECK_CALL = re.compile(r'^check\("(?P<name>\w+)"', re.MULTILINE)
 
 
@@ -70,7 +73,7 @@ def code_tokens(code: str) -> list[str]:
 def overlap(hint: str | None, solution: str, given: set[str] = frozenset()) -> float:
     """The share of the solution's new code tokens that the hint repeats in order (the module docstring)."""
     def kept(tokens):
-        return [t for t in tokens if not keyword.iskeyword(t) and t not in given]
+        return [t for t in tokens if not keyword.iskeyword(t) and t not in BUILTINS and t not in given]
     code, words = kept(code_tokens(solution)), kept(HINT_TOKEN.findall(hint or ""))
     if not code:
         return 0.0
@@ -143,3 +146,4 @@ def test_names_the_cell_already_shows_and_comments_are_not_counted():
     assert overlap("the head's scores against the labels", solution, {"head", "pooled", "labels"}) == 0.0
     assert overlap("F.cross_entropy", solution, {"head", "pooled", "labels"}) == 1.0
     assert overlap("the mean over the batch", solution) == 0.0
+    assert overlap("is any of the patterns in the name?", "return any(p in name for p in PATTERNS)") == 0.0
