@@ -275,7 +275,7 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
             # of the arguments a resumed run must match, so the run cannot go on either)
             raise ValueError(f"{ckpt} is already at step {step} of {args.steps}: the run it belongs to is "
                              f"finished, so there is nothing to train into {out_dir}; use {ckpt} itself "
-                             f"(or copy its run), or start a new run there without resume_from")
+                             f"(or copy its run), or start a new run there without --resume-from")
     log_file = None                              # opened by the first record: nothing is written before
 
     ddp = None
