@@ -146,4 +146,5 @@ def test_names_the_cell_already_shows_and_comments_are_not_counted():
     assert overlap("the head's scores against the labels", solution, {"head", "pooled", "labels"}) == 0.0
     assert overlap("F.cross_entropy", solution, {"head", "pooled", "labels"}) == 1.0
     assert overlap("the mean over the batch", solution) == 0.0
-    assert overlap("is any of the patterns in the name?", "return any(p in name for p in PATTERNS)") == 0.0
+    excluded = "return any(pattern in name for pattern in PATTERNS)"          # `name` is the argument
+    assert overlap("is any of the patterns in the name?", excluded, {"name"}) == 0.0
