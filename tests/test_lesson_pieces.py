@@ -16,7 +16,7 @@ from minialbert.student import has_stub, student_notebook
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 IMPORTS_CHECK = "from minialbert.pieces import check"
-CHECK_CALL = re.compile(r'^check\("(?P<name>\w+)"', re.MULTILINE)
+CHECK_CALL = re.compile(r'^(?:\w+ = )?check\("(?P<name>\w+)"', re.MULTILINE)   # a check, or its verdict kept
 WITH_PIECES = [path for path in lessons(NOTEBOOKS)
                if any(CHECK_CALL.search(c.source) for c in read_notebook(path).cells)]
 
