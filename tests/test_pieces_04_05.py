@@ -169,7 +169,7 @@ def test_mlm_loss_mistakes_are_named(capsys):
 @pytest.mark.parametrize("mistake, phrase", [
     (lambda w, g, m, v, lr, wd, adapt: lamb_update(w, g, m, v, lr, wd, True), "applied to a tensor excluded"),
     (lambda w, g, m, v, lr, wd, adapt: lamb_update(w, g, m, v, lr, 0.0, adapt), "values differ at"),
-    (lambda w, g, m, v, lr, wd, adapt: lamb_update(w, g, m, v, lr, wd, adapt, b2=0.99), "of 3: values differ at"),
+    (lambda w, g, m, v, lr, wd, adapt: lamb_update(w, g, m, v, lr, wd, adapt, b2=0.99), "values differ"),
 ])
 def test_lamb_mistakes_fail(capsys, mistake, phrase):
     wrong(capsys, "lamb_update", mistake, phrase)
