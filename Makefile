@@ -56,7 +56,7 @@ zoo: $(STAMP)
 	$(PY) -m minialbert zoo --rebuild all
 
 # Regenerate the course figures (assets/figures) at $MINIALBERT_SCALE (default: course): one function per
-# figure (minialbert.figures.FIGURES), from the code, the course corpus and the shipped zoo (no zoo entry is
+# figure (minialbert.course.figures.FIGURES), from the code, the course corpus and the shipped zoo (no zoo entry is
 # trained, no notebook runs); learning_curve, nsp_vs_sop and model_speed are redrawn from their committed JSON.
 # `python -m minialbert figures --only NAME --out DIR` makes one (README, Figures).
 figures: $(STAMP)

@@ -329,7 +329,7 @@ def plot(rows: list[dict], env: dict, name: str, directory: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minialbert.plots import save_figure
+    from minialbert.course.plots import save_figure
 
     dtype = rows[0]["dtype"]
     paddings = sorted({r["padding"] for r in rows}, key=["none", "padded"].index)

@@ -177,9 +177,9 @@ def smoothness(model, scale: Scale, device: torch.device, figure: Path, progress
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minialbert.analysis import DEFINITION, heldout_batches, interval_note, layer_transitions
-    from minialbert.course import course_pretraining_data
-    from minialbert.plots import plot_layer_transitions, save_figure
+    from minialbert.corpus.course_data import course_pretraining_data
+    from minialbert.course.plots import plot_layer_transitions, save_figure
+    from minialbert.experiments.analysis import DEFINITION, heldout_batches, interval_note, layer_transitions
 
     batches = heldout_batches(course_pretraining_data("mlm", "test", scale), scale.smoothness_sequences,
                               scale.smoothness_batch)
@@ -206,7 +206,7 @@ def train_budgeted(scale: Scale, minutes: float, progress: bool,
                    overrides: list[tuple[str, object]] = ()) -> tuple[torch.nn.Module, dict]:
     """Build the data, time the first steps, train for `minutes` (on the GPU where there is one, as
     train.pretrain chooses), evaluate beside the baselines; returns the model and the record."""
-    from minialbert.course import course_pretraining_data
+    from minialbert.corpus.course_data import course_pretraining_data
     from minialbert.evaluation import MLMBaselines, evaluate_pretraining, format_report
     from minialbert.train import TrainArgs, pretrain
 

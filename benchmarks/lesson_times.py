@@ -42,8 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from minialbert.course.notebooks import clean_notebook, lessons, notebook_text, read_notebook
 from minialbert.download import atomic_write, cache_dir
-from minialbert.notebooks import clean_notebook, lessons, notebook_text, read_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "assets" / "benchmarks" / "lesson_times.json"

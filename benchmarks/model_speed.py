@@ -155,8 +155,8 @@ def main() -> None:
                              "BERT-large; parameters from Table 1"}
     atomic_write(OUT, (json.dumps(record, indent=1) + "\n").encode())
     if not a.only:                                   # the figure only from a full run
-        from minialbert.figures import model_speed
-        from minialbert.plots import figure_dir, save_figure
+        from minialbert.course.figures import model_speed
+        from minialbert.course.plots import figure_dir, save_figure
         from minialbert.scale import SCALES
 
         fig, numbers = model_speed(SCALES["course"])             # drawn from the JSON just written

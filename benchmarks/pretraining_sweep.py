@@ -31,7 +31,7 @@ import torch
 
 from minialbert import AlbertConfig
 from minialbert.corpus import course_documents
-from minialbert.course import course_tokenizer
+from minialbert.corpus.course_data import course_tokenizer
 from minialbert.download import atomic_write
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.model import Encoder

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 import minialbert as ma
-from minialbert.course import course_pretraining_data
+from minialbert.corpus.course_data import course_pretraining_data
 from minialbert.download import atomic_write
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.optim import make_optimizer, warmup_linear_decay

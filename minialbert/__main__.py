@@ -25,7 +25,7 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
     import torch.distributed as dist
 
     from .config import AlbertConfig
-    from .course import course_pretraining_data
+    from .corpus.course_data import course_pretraining_data
     from .train import TrainArgs, pretrain
 
     if args.threads:
@@ -59,7 +59,7 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
 
 def cmd_evaluate(args: argparse.Namespace, scale: Scale) -> None:
     from .checkpoint import find_checkpoint, load_checkpoint, read_json
-    from .course import course_pretraining_data
+    from .corpus.course_data import course_pretraining_data
     from .evaluation import MLMBaselines, evaluate_pretraining, format_report
     from .model import AlbertForPretraining
 
@@ -83,7 +83,7 @@ def cmd_evaluate(args: argparse.Namespace, scale: Scale) -> None:
 
 
 def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
-    from . import zoo
+    from .experiments import zoo
 
     rebuild = list(zoo.ENTRIES) if args.rebuild == ["all"] else args.rebuild or []
     for name in [*(args.only or ()), *rebuild]:
@@ -129,8 +129,8 @@ def cmd_ablation(args: argparse.Namespace, scale: Scale) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from .ablation import ARMS, DOWNSTREAM_TASKS, format_summary, run_ablation
-    from .plots import figure_dir, plot_ablation, save_figure
+    from .course.plots import figure_dir, plot_ablation, save_figure
+    from .experiments.ablation import ARMS, DOWNSTREAM_TASKS, format_summary, run_ablation
 
     arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(ARMS)
     result = run_ablation(arms, args.seeds or scale.ablation_seeds, scale, progress=not args.quiet,
@@ -145,10 +145,10 @@ def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
     import torch
 
     from .config import AlbertConfig
-    from .course import course_tokenizer
-    from .finetune import FinetuneArgs, classifier_from_checkpoint, finetune
+    from .corpus.course_data import course_tokenizer
+    from .experiments.finetune import FinetuneArgs, classifier_from_checkpoint, finetune
+    from .experiments.tasks import load_task
     from .model import AlbertForSequenceClassification
-    from .tasks import load_task
 
     task = load_task(args.task, scale, args.glue_dir)
     train = task.subset(args.labels, args.seed)
@@ -179,7 +179,7 @@ def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
 
 
 def cmd_tasks(args: argparse.Namespace, scale: Scale) -> None:
-    from .tasks import (
+    from .experiments.tasks import (
         GLUE,
         OFFLINE_TASKS,
         default_glue_dir,
@@ -204,7 +204,7 @@ def cmd_tasks(args: argparse.Namespace, scale: Scale) -> None:
 
 
 def cmd_figures(args: argparse.Namespace, scale: Scale) -> None:
-    from .figures import make_figures
+    from .course.figures import make_figures
 
     make_figures(scale, only=args.only, out=args.out)
 
@@ -219,17 +219,17 @@ def _label(path: Path, taken: dict) -> str:
 def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
     import matplotlib.pyplot as plt
 
-    from .analysis import (
+    from .checkpoint import load_checkpoint
+    from .corpus.course_data import course_pretraining_data, course_tokenizer
+    from .course.plots import figure_dir, plot_layer_transitions, save_figure
+    from .device import choose_device
+    from .experiments.analysis import (
         DEFINITION,
         heldout_batches,
         interval_note,
         layer_transitions,
         official_model_batches,
     )
-    from .checkpoint import load_checkpoint
-    from .course import course_pretraining_data, course_tokenizer
-    from .device import choose_device
-    from .plots import figure_dir, plot_layer_transitions, save_figure
 
     officials = [name.strip() for name in (args.official or "").split(",") if name.strip()]
     if not args.checkpoint and not officials:
@@ -285,7 +285,7 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 def cmd_tokenizer(args: argparse.Namespace, scale: Scale) -> None:
     import hashlib
 
-    from .course import course_tokenizer, shipped_tokenizer_path, train_course_tokenizer
+    from .corpus.course_data import course_tokenizer, shipped_tokenizer_path, train_course_tokenizer
 
     shipped = shipped_tokenizer_path(scale)
     tok = course_tokenizer(scale)
@@ -308,7 +308,7 @@ def pack_scale(args: argparse.Namespace) -> Scale:
 
 
 def cmd_pack(args: argparse.Namespace, scale: Scale) -> None:
-    from .pack import make_pack
+    from .course.pack import make_pack
 
     scale = pack_scale(args)
     made = make_pack(scale, args.out)
@@ -318,22 +318,22 @@ def cmd_pack(args: argparse.Namespace, scale: Scale) -> None:
 
 
 def cmd_unpack(args: argparse.Namespace, scale: Scale) -> None:
+    from .course.pack import unpack
     from .download import cache_dir
-    from .pack import unpack
 
     written = unpack(args.pack, pack_scale(args))
     print(f"unpacked {args.pack} into {cache_dir()}: {len(written)} files, every sha256 checked")
 
 
 def cmd_student_notebooks(args: argparse.Namespace, scale: Scale) -> None:
-    from .student import write_student_notebooks
+    from .course.student import write_student_notebooks
 
     written = write_student_notebooks(args.source, args.out)
     print(f"{len(written)} student notebooks in {args.out}")
 
 
 def cmd_clean_notebooks(args: argparse.Namespace, scale: Scale) -> None:
-    from .notebooks import clean_notebooks
+    from .course.notebooks import clean_notebooks
 
     paths = args.paths or sorted(Path("notebooks").rglob("*.ipynb"))
     missing = [str(p) for p in paths if not p.is_file()]

@@ -167,7 +167,8 @@ def build_parser() -> Parser:
                                      "training, fine-tune each on the offline tasks, and write the JSON and "
                                      "the figure. Builds the zoo entries it needs that are missing.")
     abl.add_argument("--arms", help="comma-separated arms: an objective, or sop-balanced (SOP on "
-                                    "length-balanced pairs) (default: all of them, minialbert.ablation.ARMS)")
+                                    "length-balanced pairs) (default: all of them, "
+                                    "minialbert.experiments.ablation.ARMS)")
     abl.add_argument("--seeds", type=positive_int,
                      help="pretraining seeds per arm (zoo entries; default: the scale's)")
     abl.add_argument("--no-downstream", action="store_true", help="skip the fine-tuning part")
@@ -183,14 +184,14 @@ def build_parser() -> Parser:
                               "seconds.")
     fig.add_argument("--only", action="append", metavar="NAME",
                      help="make only this figure, e.g. layer_transitions (repeatable; "
-                          "minialbert.figures.FIGURES names them all, and an unknown name lists them)")
+                          "minialbert.course.figures.FIGURES names them all, and an unknown name lists them)")
     fig.add_argument("--out", type=directory, metavar="DIR",
                      help="folder for NAME.png and NAME.json (default: assets/figures, or "
                           "assets/figures/<scale>)")
 
     stu = command("student-notebooks", help="write the student versions of the lessons",
                          description="Write every lesson with its solutions replaced by stubs and its "
-                                     "self-check answers blanked (see minialbert/student.py).")
+                                     "self-check answers blanked (see minialbert/course/student.py).")
     stu.add_argument("--source", type=Path, default=Path("notebooks"),
                      help="folder of the lessons (default: notebooks)")
     stu.add_argument("--out", type=Path, default=Path("notebooks/student"),
@@ -246,7 +247,8 @@ def build_parser() -> Parser:
                         description="For each model, the mean L2 distance and angle (degrees) between the "
                                     "input and output of every layer, averaged over the chosen tokens of "
                                     "each held-out sequence and then over sequences, with a 95%% interval "
-                                    "over sequences (see minialbert/analysis.py for the exact definition). "
+                                    "over sequences (see minialbert/experiments/analysis.py for the exact "
+                                    "definition). "
                                     "Writes NAME.png and NAME.json to --out.")
     sm.add_argument("--checkpoint", action="append", default=[], type=Path,
                     help="a run directory or one of its step-* directories (repeatable)")

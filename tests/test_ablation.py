@@ -6,9 +6,9 @@ import random
 import pytest
 import torch
 
-from minialbert import ablation, zoo
 from minialbert.__main__ import main
-from minialbert.course import SHIPPED_DIR, course_tokenizer
+from minialbert.corpus.course_data import SHIPPED_DIR, course_tokenizer
+from minialbert.experiments import ablation, zoo
 from minialbert.masking import MaskingVocab
 from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import PretrainingDataset, examples_from_token_documents

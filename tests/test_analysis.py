@@ -10,9 +10,15 @@ import torch
 import transformers
 from torch import nn
 
-from minialbert import AlbertConfig, AlbertForPretraining, analysis, hf
+from minialbert import AlbertConfig, AlbertForPretraining, hf
 from minialbert.__main__ import main
-from minialbert.analysis import heldout_batches, layer_transitions, total_variation, total_variation_by_fold
+from minialbert.experiments import analysis
+from minialbert.experiments.analysis import (
+    heldout_batches,
+    layer_transitions,
+    total_variation,
+    total_variation_by_fold,
+)
 
 V, N = 97, 9
 ALBERT_SMALL = dict(vocab_size=V, embedding_size=16, hidden_size=32, num_hidden_layers=3,
@@ -349,7 +355,7 @@ def ci_env(ci_cache, monkeypatch):
 
 
 def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
-    from minialbert.course import course_pretraining_data, course_tokenizer
+    from minialbert.corpus.course_data import course_pretraining_data, course_tokenizer
     from minialbert.evaluation import evaluation_sample
     from minialbert.scale import SCALES
     from minialbert.tokenizer import CLS_ID, MASK_ID
@@ -375,7 +381,7 @@ def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
 
 def _tiny_official(directory, vocab_size):
     """A local directory in transformers' format with the course tokenizer as its spiece.model."""
-    from minialbert.course import course_tokenizer
+    from minialbert.corpus.course_data import course_tokenizer
     from minialbert.scale import SCALES
 
     ref = _hf(transformers.AlbertForMaskedLM, transformers.AlbertConfig,
@@ -436,7 +442,7 @@ def test_runs_on_the_models_device():
 def test_plot_uses_the_paper_axes_when_asked():
     import matplotlib.pyplot as plt
 
-    from minialbert.plots import plot_layer_transitions
+    from minialbert.course.plots import plot_layer_transitions
 
     result = layer_transitions(_ours(), _batches()).to_dict()
     for paper_axes, l2_top, angle_top in ((True, 18, 45), (False, None, None)):
@@ -453,7 +459,7 @@ def test_plot_uses_the_paper_axes_when_asked():
 
 
 def test_oscillation_tells_a_smooth_curve_from_a_jagged_one_and_total_variation_does_not():
-    from minialbert.analysis import oscillation, total_variation
+    from minialbert.experiments.analysis import oscillation, total_variation
 
     falling = [4.9, 3.0, 2.1, 1.6, 1.35]               # monotone and bent: the shape of a shared ALBERT
     line = [1.0, 2.0, 3.0, 4.0, 5.0]

@@ -22,8 +22,8 @@ import nbformat
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from minialbert.notebooks import notebook_text, read_notebook
-from minialbert.student import has_stub
+from minialbert.course.notebooks import notebook_text, read_notebook
+from minialbert.course.student import has_stub
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"

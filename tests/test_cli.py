@@ -26,7 +26,7 @@ def env(tmp_path_factory):
     """A private cache holding the ci-scale tokenizer and pretraining data, built once per module."""
     cache = tmp_path_factory.mktemp("cache")
     environ = {**os.environ, "MINIALBERT_CACHE": str(cache), "MINIALBERT_SCALE": "ci", "OMP_NUM_THREADS": "1"}
-    build = ("from minialbert.course import course_pretraining_data as c\n"
+    build = ("from minialbert.corpus.course_data import course_pretraining_data as c\n"
              "from minialbert.scale import SCALES\n"
              "for s in ('train', 'valid'): c('sop', s, SCALES['ci'])")
     subprocess.run([sys.executable, "-c", build], env=environ, check=True, cwd=ROOT)

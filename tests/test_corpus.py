@@ -12,20 +12,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_download import loopback_server
 
-from minialbert import corpus, prose, sources, wikitext
+from minialbert import corpus
 from minialbert.corpus import (
     SPLITS,
     Document,
     corpus_stats,
     documents,
+    prose,
     pydocs_documents,
+    sources,
     split_sentences,
+    wikitext,
     wikitext_documents,
 )
+from minialbert.corpus.prose import clean_paragraphs
+from minialbert.corpus.wikitext import wikitext_lines_to_documents
 from minialbert.download import DownloadError
-from minialbert.prose import clean_paragraphs
 from minialbert.sentences import split_of
-from minialbert.wikitext import wikitext_lines_to_documents
 
 
 @pytest.fixture(scope="module")

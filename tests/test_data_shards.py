@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from minialbert.corpus import documents
-from minialbert.course import course_pretraining_data, course_tokenizer, pretraining_data_key
+from minialbert.corpus.course_data import course_pretraining_data, course_tokenizer, pretraining_data_key
 from minialbert.pretraining_data import COURSE_SEED, build_examples, examples_key
 from minialbert.scale import SCALES
 

@@ -1,4 +1,5 @@
-"""The course diagrams: drawn by minialbert.diagrams, committed under assets/diagrams, shown by `show`."""
+"""The course diagrams: drawn by minialbert.course.diagrams, committed under assets/diagrams, shown by
+`show`."""
 
 import random
 import re
@@ -6,9 +7,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from minialbert import diagrams
 from minialbert.config import MASK_ID
-from minialbert.course import course_tokenizer
+from minialbert.corpus.course_data import course_tokenizer
+from minialbert.course import diagrams
 from minialbert.masking import MaskingVocab, ngram_mask
 from minialbert.scale import current_scale
 
@@ -45,9 +46,11 @@ def test_each_diagram_draws_a_nonempty_svg_with_a_title(drawn, name):
 @pytest.mark.parametrize("name", list(diagrams.DIAGRAMS))
 def test_committed_diagrams_are_what_the_code_draws(drawn, name):
     committed = diagrams.diagram_path(name)
-    assert committed.is_file(), f"{committed} is missing: run `python -m minialbert.diagrams` and commit it"
+    assert committed.is_file(), (f"{committed} is missing: run `python -m minialbert.course.diagrams` "
+                                 f"and commit it")
     assert texts(committed) == texts(drawn[name]), (
-        f"{committed.name} is out of date with minialbert/diagrams.py: run `python -m minialbert.diagrams`")
+        f"{committed.name} is out of date with minialbert/course/diagrams.py: "
+        f"run `python -m minialbert.course.diagrams`")
 
 
 def expected_masking():
@@ -70,7 +73,7 @@ def test_masking_diagram_shows_the_spans_the_masking_code_picks(drawn):
     for path in (drawn["ngram_masking"], diagrams.diagram_path("ngram_masking")):   # fresh and committed
         assert masking_ids(path) == (spans, inputs), (
             f"{path} does not show what ngram_mask picks for seed {diagrams.MASKING_SEED}; if masking.py "
-            "changed on purpose, run `python -m minialbert.diagrams` and commit the diagrams")
+            "changed on purpose, run `python -m minialbert.course.diagrams` and commit the diagrams")
 
 
 def test_sharing_diagram_counts_parameters_with_the_package(drawn):
@@ -103,7 +106,7 @@ def test_show_names_the_missing_file_and_the_command(tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         diagrams.show("model", tmp_path)
     message = str(err.value)
-    assert str(tmp_path / "model.svg") in message and "python -m minialbert.diagrams" in message
+    assert str(tmp_path / "model.svg") in message and "python -m minialbert.course.diagrams" in message
 
 
 def test_unknown_diagram_is_a_clear_error():

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from minialbert import zoo
 from minialbert.__main__ import main
-from minialbert.figures import FIGURES, READS_COMMITTED, ROOT
+from minialbert.course.figures import FIGURES, READS_COMMITTED, ROOT
+from minialbert.experiments import zoo
 
 # committed figures no `figures` run can make: a GPU's benchmark (attention_<gpu>, gpu_check_<gpu>_*) and
 # lesson 06's official checkpoints (downloaded)
@@ -17,7 +17,7 @@ def test_every_committed_figure_has_a_function():
     committed = {p.stem for p in (ROOT / "assets" / "figures").glob("*.png")}
     made_elsewhere = {n for n in committed if n.startswith(NOT_IN_FIGURES) and n not in FIGURES}
     assert committed - made_elsewhere <= set(FIGURES), (
-        f"committed figures without a function in minialbert.figures.FIGURES: "
+        f"committed figures without a function in minialbert.course.figures.FIGURES: "
         f"{sorted(committed - made_elsewhere - set(FIGURES))}")
     assert set(READS_COMMITTED) <= set(FIGURES)
 
@@ -93,7 +93,7 @@ def _legends_stay_off_the_data_and_in_the_figure(fig):
 def test_pretraining_panels_show_the_gain_beside_labelled_baselines():
     import matplotlib.pyplot as plt
 
-    from minialbert.plots import plot_history
+    from minialbert.course.plots import plot_history
 
     train = [{"step": s, "split": "train", "mlm_loss": 8.3 if s < 5 else 6.0 - s / 1000, "sop_loss": 0.69}
              for s in range(1, 301)]
@@ -123,7 +123,7 @@ def test_pretraining_panels_show_the_gain_beside_labelled_baselines():
 def test_layer_transition_legend_sits_outside_both_panels():
     import matplotlib.pyplot as plt
 
-    from minialbert.plots import plot_layer_transitions
+    from minialbert.course.plots import plot_layer_transitions
 
     def result(l2):
         return {"layers": [1, 2, 3, 4], "l2": l2, "angle": [10 * x for x in l2], "sequences": 50,
@@ -182,7 +182,7 @@ def test_ablation_curves_draw_one_line_per_arm_and_task_with_a_band_and_labelled
     import matplotlib.pyplot as plt
     from matplotlib.collections import PolyCollection
 
-    from minialbert.plots import plot_ablation
+    from minialbert.course.plots import plot_ablation
 
     result = _ablation_result()
     ax_matrix, ax_down, ax_sop, ax_nsp = plot_ablation(result)
@@ -214,7 +214,7 @@ def test_ablation_curves_draw_one_line_per_arm_and_task_with_a_band_and_labelled
 def test_learning_curve_panels_keep_one_y_scale_and_their_legend_outside():
     import matplotlib.pyplot as plt
 
-    from minialbert.plots import plot_learning_curve
+    from minialbert.course.plots import plot_learning_curve
 
     def points(low, high):
         return [{"start": s, "labels": n, "seeds": 3, "mean": (low + high) / 2, "min": low, "max": high}

@@ -15,7 +15,8 @@ from torch.testing import assert_close
 from minialbert import AlbertConfig, AlbertForPretraining, hf
 from minialbert.__main__ import main
 from minialbert.checkpoint import read_metrics
-from minialbert.course import course_tokenizer
+from minialbert.corpus.course_data import course_tokenizer
+from minialbert.course.plots import plot_learning_curve
 from minialbert.evaluation import (
     bag_of_words_baseline,
     f1_binary,
@@ -24,7 +25,7 @@ from minialbert.evaluation import (
     spearman,
     task_metrics,
 )
-from minialbert.finetune import (
+from minialbert.experiments.finetune import (
     FinetuneArgs,
     classifier_from_checkpoint,
     curve_summary,
@@ -34,10 +35,9 @@ from minialbert.finetune import (
     learning_curve,
     load_finetuned,
 )
+from minialbert.experiments.tasks import Example, Task, load_task
 from minialbert.model import AlbertForSequenceClassification
-from minialbert.plots import plot_learning_curve
 from minialbert.scale import SCALES
-from minialbert.tasks import Example, Task, load_task
 
 FAMILIES = {"albert": (transformers.AlbertForSequenceClassification, transformers.AlbertConfig, ALBERT_SMALL),
             "bert": (transformers.BertForSequenceClassification, transformers.BertConfig, BERT_SMALL)}

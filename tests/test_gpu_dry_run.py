@@ -21,10 +21,10 @@ import pytest
 import torch
 
 from minialbert.__main__ import main
-from minialbert.ablation import heldout, sampled
+from minialbert.course.figures import make_figures
+from minialbert.course.plots import ROOT, figure_dir
 from minialbert.evaluation import evaluation_sample
-from minialbert.figures import make_figures
-from minialbert.plots import ROOT, figure_dir
+from minialbert.experiments.ablation import heldout, sampled
 from minialbert.scale import (
     DRY_RUN,
     DRY_RUN_SUFFIX,

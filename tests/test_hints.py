@@ -1,7 +1,7 @@
 """Hints guide without giving the code: a hint may say what to think about, not what to type.
 
 Each `### BEGIN SOLUTION (hint: ...)` block of every lesson becomes a stub whose message is the hint
-(minialbert.student). The overlap score measures how much of the solution's code the hint repeats:
+(minialbert.course.student). The overlap score measures how much of the solution's code the hint repeats:
 
     score = LCS(solution tokens, hint tokens) / (number of solution tokens)
 
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from minialbert.notebooks import lessons, read_notebook
-from minialbert.student import BEGIN_SOLUTION, END_SOLUTION
+from minialbert.course.notebooks import lessons, read_notebook
+from minialbert.course.student import BEGIN_SOLUTION, END_SOLUTION
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 THRESHOLD = 0.2

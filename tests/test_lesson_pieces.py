@@ -11,11 +11,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minialbert.notebooks import lessons, read_notebook
-from minialbert.student import has_stub, student_notebook
+from minialbert.course.notebooks import lessons, read_notebook
+from minialbert.course.student import has_stub, student_notebook
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-IMPORTS_CHECK = "from minialbert.pieces import check"
+IMPORTS_CHECK = "from minialbert.course.pieces import check"
 CHECK_CALL = re.compile(r'^(?:\w+ = )?check\("(?P<name>\w+)"', re.MULTILINE)   # a check, or its verdict kept
 WITH_PIECES = [path for path in lessons(NOTEBOOKS)
                if any(CHECK_CALL.search(c.source) for c in read_notebook(path).cells)]

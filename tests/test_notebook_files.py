@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from minialbert.__main__ import main
-from minialbert.notebooks import clean_notebook, lessons, notebook_text, read_notebook
+from minialbert.course.notebooks import clean_notebook, lessons, notebook_text, read_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"

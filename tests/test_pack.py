@@ -1,4 +1,4 @@
-"""The pack (minialbert/pack.py): the cache files a scale's data is made from, carried in one file."""
+"""The pack (minialbert/course/pack.py): the cache files a scale's data is made from, carried in one file."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from minialbert.__main__ import main
 from minialbert.cli import build_parser
-from minialbert.course import course_tokenizer, course_tokenizer_path
-from minialbert.pack import MAX_PACK_BYTES, make_pack, read_pack, unpack
+from minialbert.corpus.course_data import course_tokenizer, course_tokenizer_path
+from minialbert.course.pack import MAX_PACK_BYTES, make_pack, read_pack, unpack
 from minialbert.scale import SCALES
 
 CI = SCALES["ci"]

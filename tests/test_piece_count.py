@@ -2,7 +2,8 @@
 from 02 to 10 has one, every piece issue 45 lists is checked in its lesson, and every piece fails its check
 when a mistake is planted in it (one wrong version of each below, run through `check` like a learner's).
 
-A piece counts when a lesson's code calls `check("name", ...)` on it and minialbert.pieces knows the name.
+A piece counts when a lesson's code calls `check("name", ...)` on it and minialbert.course.pieces knows
+the name.
 """
 
 import functools
@@ -17,8 +18,8 @@ from test_pieces_04_05 import training_loop as right_training_loop
 from test_triton_piece import no_rescaling
 from torch import nn
 
-from minialbert.notebooks import lessons, read_notebook
-from minialbert.pieces import PIECES, check
+from minialbert.course.notebooks import lessons, read_notebook
+from minialbert.course.pieces import PIECES, check
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHECK_CALL = re.compile(r'(?<![\w.])check\(\s*"(?P<name>\w+)"')
@@ -68,7 +69,8 @@ def test_every_lesson_from_02_to_10_has_a_piece():
 
 def test_every_checked_name_is_a_piece_and_every_piece_is_checked_once():
     names = [name for pieces in CHECKED.values() for name in pieces]
-    assert not set(names) - set(PIECES), f"checked, unknown to minialbert.pieces: {set(names) - set(PIECES)}"
+    unknown = set(names) - set(PIECES)
+    assert not unknown, f"checked, unknown to minialbert.course.pieces: {unknown}"
     assert not set(PIECES) - set(names), f"pieces no lesson checks: {sorted(set(PIECES) - set(names))}"
     assert len(names) == len(set(names)), f"checked twice: {[n for n in set(names) if names.count(n) > 1]}"
 

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from minialbert.course.pieces import PIECES, check
 from minialbert.model import AlbertModel, TransformerLayer
-from minialbert.pieces import PIECES, check
 
 # ------------------------------------------------------------------ pieces written as a learner would
 

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch.optim.lr_scheduler import LambdaLR
 
 from minialbert.config import IGNORE_INDEX
+from minialbert.course.pieces import PIECES, check
 from minialbert.masking import MaskingVocab, corrupt, ngram_mask, whole_words
-from minialbert.pieces import PIECES, check
 from minialbert.pretraining_data import collate
 from minialbert.train import StepBatches
 

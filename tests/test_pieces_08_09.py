@@ -4,10 +4,10 @@ Table 2's parameter count. A right piece passes; each planted mistake fails with
 import pytest
 import torch
 
-from minialbert import pieces
 from minialbert.config import AlbertConfig
 from minialbert.costs import count_parameters
-from minialbert.pieces import PIECES, check
+from minialbert.course import pieces
+from minialbert.course.pieces import PIECES, check
 
 
 def cross_evaluation(head, pooled, labels):

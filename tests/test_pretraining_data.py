@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from minialbert import AlbertConfig, AlbertForPretraining
 from minialbert.corpus import Document
-from minialbert.course import course_pretraining_data
+from minialbert.corpus.course_data import course_pretraining_data
 from minialbert.masking import MaskingVocab, ngram_mask, ngram_probabilities, whole_words
 from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import (
@@ -405,10 +405,10 @@ def test_course_pretraining_data_wires_scale_corpus_and_tokenizer(tiny_tokenizer
                                                                    tmp_path):
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     calls = []
-    monkeypatch.setattr("minialbert.course.documents",
+    monkeypatch.setattr("minialbert.corpus.course_data.documents",
                         lambda corpus, split, max_documents: calls.append((corpus, split, max_documents))
                         or documents)
-    monkeypatch.setattr("minialbert.course.course_tokenizer", lambda scale: tiny_tokenizer[0])
+    monkeypatch.setattr("minialbert.corpus.course_data.course_tokenizer", lambda scale: tiny_tokenizer[0])
     for name in ("ci", "course"):
         scale = SCALES[name]
         ds = course_pretraining_data("nsp", "valid", scale)

@@ -340,7 +340,7 @@ def test_a_replaced_tokenizer_cache_is_rebuilt(tmp_path, monkeypatch):
     from test_tokenizer import SENTENCES
 
     from minialbert.config import PRESETS
-    from minialbert.course import course_tokenizer
+    from minialbert.corpus.course_data import course_tokenizer
     from minialbert.tokenizer import Tokenizer
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
@@ -419,7 +419,7 @@ def test_a_tokenizer_cache_with_other_settings_is_rebuilt(tmp_path, monkeypatch)
     from test_tokenizer import SENTENCES
 
     from minialbert.config import PRESETS
-    from minialbert.course import course_tokenizer
+    from minialbert.corpus.course_data import course_tokenizer
     from minialbert.tokenizer import Tokenizer
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))

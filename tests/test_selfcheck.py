@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from minialbert.notebooks import lessons, read_notebook
-from minialbert.selfcheck import Question, answer_digest, normalise, question_source, seal
-from minialbert.student import student_source
+from minialbert.course.notebooks import lessons, read_notebook
+from minialbert.course.selfcheck import Question, answer_digest, normalise, question_source, seal
+from minialbert.course.student import student_source
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 ANSWERS = re.compile(r"^### BEGIN ANSWERS\n(?P<block>.*?)^### END ANSWERS\n", re.S | re.M)

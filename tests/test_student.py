@@ -10,8 +10,8 @@ import pytest
 from nbclient import NotebookClient
 
 from minialbert.__main__ import main
-from minialbert.notebooks import lessons, read_notebook
-from minialbert.student import (
+from minialbert.course.notebooks import lessons, read_notebook
+from minialbert.course.student import (
     CHECK_CALL,
     has_stub,
     output_text,
@@ -79,7 +79,7 @@ def test_broken_and_near_miss_markers_name_the_notebook_cell_and_line(source, pr
 def test_check_cells_and_cells_using_the_students_code_lose_their_outputs():
     """The teacher's "right: matches the package", and what ran with the teacher's piece, are not the
     student's."""
-    nb = lesson("from minialbert.pieces import check",
+    nb = lesson("from minialbert.course.pieces import check",
                 "def my_step(x):\n    ### BEGIN SOLUTION (hint: double it)\n    return 2 * x\n"
                 "    ### END SOLUTION",
                 'step_is_right = check("step", my_step)',

@@ -5,9 +5,9 @@ import torch
 
 from minialbert import AlbertConfig
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
+from minialbert.experiments.synthetic import FIRST_REAL, permutation_chains
 from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import unmasked_ids
-from minialbert.synthetic import FIRST_REAL, permutation_chains
 from minialbert.tokenizer import MASK_ID
 from minialbert.train import TrainArgs, pretrain
 

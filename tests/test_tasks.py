@@ -10,12 +10,11 @@ from collections import Counter
 import pytest
 from test_download import loopback_server
 
-from minialbert import tasks
 from minialbert.__main__ import main
 from minialbert.corpus import pydocs_documents
 from minialbert.download import DownloadError
-from minialbert.scale import SCALES
-from minialbert.tasks import (
+from minialbert.experiments import tasks
+from minialbert.experiments.tasks import (
     Example,
     PinnedFile,
     _shuffle_words,
@@ -23,6 +22,7 @@ from minialbert.tasks import (
     download_glue,
     load_task,
 )
+from minialbert.scale import SCALES
 
 CI = SCALES["ci"]             # the embedded corpus, 300 documents per split
 MAX_DOCUMENTS = CI.max_documents

@@ -7,7 +7,7 @@ import pytest
 import triton
 import triton.language as tl
 
-from minialbert.pieces import check
+from minialbert.course.pieces import check
 
 # ------------------------------------------------------------------ kernels written as a learner would
 

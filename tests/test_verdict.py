@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minialbert.verdict import LABELS, Verdict, arm_over_seeds, t_quantile, verdict
+from minialbert.course.verdict import LABELS, Verdict, arm_over_seeds, t_quantile, verdict
 
 
 def arm(name, value, ci95, seeds=None):

@@ -13,8 +13,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minialbert import zoo
 from minialbert.checkpoint import RunLockedError, find_checkpoint, read_metrics, run_lock
+from minialbert.experiments import zoo
 from minialbert.model import AlbertForPretraining
 from minialbert.scale import SCALES
 
@@ -180,7 +180,7 @@ def test_a_second_build_of_an_entry_stops_naming_the_first():
             zoo.load("albert-nsp", SCALE, progress=False)
         assert (run_dir / ".lock").exists()
     code = ("import dataclasses, sys, time\n"
-            "from minialbert import zoo\nfrom minialbert.checkpoint import run_lock\n"
+            "from minialbert.experiments import zoo\nfrom minialbert.checkpoint import run_lock\n"
             "from minialbert.scale import SCALES\n"
             "s = dataclasses.replace(SCALES['ci'], zoo_steps=4, pretrain_steps=2, warmup_steps=1,\n"
             "                        zoo_evals=2)\n"

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .download import DownloadError, cache_dir, sha256_of
+from ..download import DownloadError, cache_dir, sha256_of
 
 __all__ = ["COURSE_SOURCES", "PIP_COMMAND", "Source", "archive_files", "course_archive", "course_archives",
            "progress"]

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from .download import cache_dir, download
-from .sentences import Document, check_split, split_sentences
+from ..download import cache_dir, download
+from ..sentences import Document, check_split, split_sentences
 
 __all__ = ["WIKITEXT_FILES", "WIKITEXT_REPO", "WIKITEXT_REVISION", "wikitext_documents",
            "wikitext_lines_to_documents"]

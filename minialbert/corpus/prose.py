@@ -18,7 +18,7 @@ import re
 import unicodedata
 import warnings
 
-from .sentences import split_sentences
+from ..sentences import split_sentences
 
 __all__ = ["PYTHON_GRAMMAR", "book_paragraphs", "clean_paragraphs", "course_sentences", "decode_text",
            "docstring_paragraphs", "normalise_text", "prose_sentences", "rst_paragraphs",

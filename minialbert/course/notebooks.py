@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from .download import atomic_write
+from ..download import atomic_write
 
 LESSON_GLOB = "[0-9][0-9]_*.ipynb"           # 00_course_map.ipynb, 01_tokenizer.ipynb, ...
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

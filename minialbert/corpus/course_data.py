@@ -15,11 +15,11 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from .corpus import COURSE_CORPUS_SHA256, documents
-from .download import cache_dir, read_checked, write_checked
-from .pretraining_data import COURSE_SEED, PretrainingDataset, build_examples, documents_digest, examples_key
-from .scale import Scale
-from .tokenizer import TOKENIZER_FORMAT, Tokenizer
+from ..download import cache_dir, read_checked, write_checked
+from ..pretraining_data import COURSE_SEED, PretrainingDataset, build_examples, documents_digest, examples_key
+from ..scale import Scale
+from ..tokenizer import TOKENIZER_FORMAT, Tokenizer
+from . import COURSE_CORPUS_SHA256, documents
 
 # The tokenizers shipped with the package (minialbert/tokenizers/<corpus>-<vocab_size>.model), each
 # trained by `train_course_tokenizer` on the whole train split of its corpus, so the course never
@@ -29,7 +29,7 @@ SHIPPED_TOKENIZERS = {
     ("course", 4000): ("9b6d3744b4d96af7088f2dcd3f50ee410ac7401f7407ace0412528e4d073b9bd",
                        "e3c06e05fcae40e687acbc7fb370e3012fdf405d802497528131f624ac611f74"),
 }
-SHIPPED_DIR = Path(__file__).parent / "tokenizers"
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "tokenizers"
 
 
 def shipped_tokenizer_path(scale: Scale) -> Path | None:

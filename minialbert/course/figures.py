@@ -20,8 +20,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from ..scale import Scale
 from .plots import ROOT, figure_dir, plot_history, plot_layer_transitions, plot_learning_curve, save_figure
-from .scale import Scale
 
 # figures whose numbers come from a command too long for `figures`: it redraws them from its JSON
 READS_COMMITTED = {
@@ -45,7 +45,7 @@ def vocab_sweep(train_sentences: list[str], valid_sentences: list[str], sizes) -
 
     SentencePiece trains outside Python's lock, so one thread per core trains that many models at once;
     each model is the same bytes as when trained alone (training is deterministic)."""
-    from .tokenizer import UNK_ID, Tokenizer, normalize
+    from ..tokenizer import UNK_ID, Tokenizer, normalize
 
     def train_timed(vocab_size: int):
         start = time.perf_counter()
@@ -84,7 +84,7 @@ def draw_tokenizer_vocab_sizes(numbers: dict):
 
 
 def tokenizer_vocab_sizes(scale: Scale):
-    from .corpus import corpus_stats, documents
+    from ..corpus import corpus_stats, documents
 
     splits = {split: documents(scale.corpus, split, scale.max_documents) for split in ("train", "valid")}
     results = vocab_sweep([s for d in splits["train"] for s in d.sentences],
@@ -120,8 +120,8 @@ def draw_parameters_vs_embedding_size(numbers: dict):
 
 
 def parameters_vs_embedding_size(scale: Scale):
-    from .config import AlbertConfig
-    from .costs import count_parameters
+    from ..config import AlbertConfig
+    from ..costs import count_parameters
 
     base, Es = AlbertConfig.preset("albert-base"), list(PAPER_TABLE_3)
     ours = {s: [count_parameters(base.replace(embedding_size=E, sharing=s,
@@ -152,8 +152,8 @@ def draw_parameters_vs_depth(numbers: dict):
 
 
 def parameters_vs_depth(scale: Scale):
-    from .config import AlbertConfig
-    from .costs import count_parameters
+    from ..config import AlbertConfig
+    from ..costs import count_parameters
 
     base, depths = AlbertConfig.preset("albert-base"), [1, 2, 3, 4, 6, 8, 12, 16, 24]
     counts = {s: [count_parameters(base.replace(num_layers=L, sharing=s)) for L in depths]
@@ -168,7 +168,7 @@ def parameters_vs_depth(scale: Scale):
 def official_style_span_words(ids, vocab, rng, mask_rate=0.15, max_ngram=3) -> list[int]:
     """Span lengths (in words) from google-research/albert's placement: shuffled starts, overlapping
     spans skipped (lesson 04 writes the same rule out)."""
-    from .masking import ngram_probabilities, whole_words
+    from ..masking import ngram_probabilities, whole_words
 
     words = whole_words(ids, vocab)
     budget = max(1, round(sum(map(len, words)) * mask_rate))
@@ -213,10 +213,10 @@ def ngram_span_lengths(scale: Scale):
     import random
     from collections import Counter
 
-    from .course import course_pretraining_data, course_tokenizer
-    from .masking import MaskingVocab, ngram_mask, ngram_probabilities
-    from .pretraining_data import unmasked_ids
-    from .tokenizer import CLS_ID, SEP_ID
+    from ..corpus.course_data import course_pretraining_data, course_tokenizer
+    from ..masking import MaskingVocab, ngram_mask, ngram_probabilities
+    from ..pretraining_data import unmasked_ids
+    from ..tokenizer import CLS_ID, SEP_ID
 
     vocab = MaskingVocab.from_tokenizer(course_tokenizer(scale))
     train_sop = course_pretraining_data("sop", "train", scale)
@@ -264,7 +264,7 @@ def draw_pretraining_curves(numbers: dict):
 def pretraining_curves(scale: Scale):
     """Lesson 05's run is the zoo entry lesson-albert-sop: its metrics and its held-out evaluation (the
     one the lesson computes: the same model, data, baselines and sample)."""
-    from . import zoo
+    from ..experiments import zoo
 
     zoo.load("lesson-albert-sop", scale, progress=False)          # shipped or built; never trained here
     history = zoo.metrics("lesson-albert-sop", scale)
@@ -284,8 +284,8 @@ def pretraining_curves(scale: Scale):
 @lru_cache(maxsize=2)
 def _heldout(scale: Scale):
     """Lesson 06's held-out text: batches of a fixed seeded sample of test sequences, and their documents."""
-    from .analysis import heldout_batches, heldout_documents
-    from .course import course_pretraining_data
+    from ..corpus.course_data import course_pretraining_data
+    from ..experiments.analysis import heldout_batches, heldout_documents
 
     test_data = course_pretraining_data("mlm", "test", scale)
     return (heldout_batches(test_data, scale.smoothness_sequences, batch_size=scale.smoothness_batch),
@@ -295,7 +295,7 @@ def _heldout(scale: Scale):
 def smoothness_results(named_models: dict, batches, documents, **options) -> dict:
     """name -> LayerTransitions as a dict plus "measures" (curve_measures with 95% intervals from
     resampling the held-out documents): lesson 06's `transitions`, one pass over each model."""
-    from .analysis import document_bootstrap, sequence_transitions, summarize_sequences
+    from ..experiments.analysis import document_bootstrap, sequence_transitions, summarize_sequences
 
     out = {}
     for name, m in named_models.items():
@@ -308,7 +308,7 @@ def smoothness_results(named_models: dict, batches, documents, **options) -> dic
 
 def smoothness_numbers(results: dict, sources: dict, scale: Scale, documents, **extra) -> dict:
     """The JSON saved beside a lesson 06 figure: definition, data, interval, where every model came from."""
-    from .analysis import DEFINITION, interval_note
+    from ..experiments.analysis import DEFINITION, interval_note
 
     n = next(iter(results.values()))["sequences"]
     return {"definition": DEFINITION, "sequences": n, "interval": interval_note(n), "split": "test",
@@ -320,14 +320,14 @@ def smoothness_numbers(results: dict, sources: dict, scale: Scale, documents, **
 @lru_cache(maxsize=16)
 def _zoo_result(scale: Scale, name: str) -> dict:
     """One zoo model's smoothness_results entry (kept: several figures read the same model)."""
-    from . import zoo
+    from ..experiments import zoo
 
     batches, documents = _heldout(scale)
     return smoothness_results({name: zoo.load(name, scale, progress=False)}, batches, documents)[name]
 
 
 def _zoo_transitions(scale: Scale, names: tuple[str, ...]):
-    from . import zoo
+    from ..experiments import zoo
 
     for name in names:                                  # a missing entry fails before any model runs
         zoo.load(name, scale, progress=False)
@@ -389,17 +389,17 @@ def initial_model(name: str, scale: Scale):
     """The weights a zoo entry's run started from: pretrain() seeds, then builds the model."""
     import torch
 
-    from . import zoo
-    from .model import AlbertForPretraining
+    from ..experiments import zoo
+    from ..model import AlbertForPretraining
 
     torch.manual_seed(zoo.entry(name).seed)
     return AlbertForPretraining(zoo.entry_config(zoo.entry(name), scale), sentence_task="sop").eval()
 
 
 def layer_transitions_training(scale: Scale):
-    from . import zoo
-    from .analysis import curve_measures, layer_transitions
-    from .checkpoint import load_checkpoint
+    from ..checkpoint import load_checkpoint
+    from ..experiments import zoo
+    from ..experiments.analysis import curve_measures, layer_transitions
 
     zoo.load("albert-sop", scale, progress=False)
     batches, documents = _heldout(scale)

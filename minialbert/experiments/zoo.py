@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from .checkpoint import (
+from ..checkpoint import (
     MANIFEST,
     WEIGHTS_FILES,
     load_checkpoint,
@@ -45,17 +45,17 @@ from .checkpoint import (
     run_lock,
     step_checkpoints,
 )
-from .config import AlbertConfig
-from .course import course_pretraining_data, pretraining_data_key
-from .download import atomic_write, cache_dir, sha256_of, write_json
-from .evaluation import MLMBaselines, evaluate_pretraining
-from .model import AlbertForPretraining
-from .scale import Scale
-from .train import TrainArgs, pretrain
+from ..config import AlbertConfig
+from ..corpus.course_data import course_pretraining_data, pretraining_data_key
+from ..download import atomic_write, cache_dir, sha256_of, write_json
+from ..evaluation import MLMBaselines, evaluate_pretraining
+from ..model import AlbertForPretraining
+from ..scale import Scale
+from ..train import TrainArgs, pretrain
 
 RECIPE_VERSION = 3        # bump when a code change alters what the same settings train to
 ZOO_FORMAT = 1            # the shipped folder's layout (zoo/v<ZOO_FORMAT>/)
-SHIPPED_ROOT = Path(__file__).resolve().parents[1] / "zoo" / f"v{ZOO_FORMAT}"
+SHIPPED_ROOT = Path(__file__).resolve().parents[2] / "zoo" / f"v{ZOO_FORMAT}"
 SHIPPED_MANIFEST = "MANIFEST.json"   # {"entries": {name: dir name}, "files": {path: sha256}, ...}
 ALL_CHECKPOINTS = ("albert-sop",)    # entries shipped with checkpoints along training (lesson 06): the final
                                      # one and those at 1/2, 1/4, 1/8 ... of its steps (a log-spaced look)

@@ -43,16 +43,16 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from ..config import OBJECTIVES
+from ..corpus.course_data import course_pretraining_data, course_tokenizer
+from ..evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics, wilson_interval
+from ..model import AlbertForPretraining
+from ..pretraining_data import PretrainingDataset, collate, length_balanced, unmasked_ids
+from ..scale import Scale
+from ..tokenizer import Tokenizer
 from . import zoo
-from .config import OBJECTIVES
-from .course import course_pretraining_data, course_tokenizer
-from .evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics, wilson_interval
 from .finetune import FinetuneArgs, curve_summary, learning_curve
-from .model import AlbertForPretraining
-from .pretraining_data import PretrainingDataset, collate, length_balanced, unmasked_ids
-from .scale import Scale
 from .tasks import load_task
-from .tokenizer import Tokenizer
 
 ARMS = (*OBJECTIVES, "sop-balanced")      # each objective, and SOP on length-balanced pairs
 SENTENCE_TASKS = ("nsp", "sop")

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .checkpoint import (
+from ..checkpoint import (
     NonFiniteError,
     find_checkpoint,
     load_checkpoint,
@@ -29,15 +29,15 @@ from .checkpoint import (
     save_checkpoint,
     start_run_files,
 )
-from .config import AlbertConfig
-from .device import choose_device, choose_precision
-from .evaluation import task_metrics
-from .model import AlbertForPretraining, AlbertForSequenceClassification
-from .optim import make_optimizer, warmup_linear_decay
-from .scale import Scale
+from ..config import AlbertConfig
+from ..device import choose_device, choose_precision
+from ..evaluation import task_metrics
+from ..model import AlbertForPretraining, AlbertForSequenceClassification
+from ..optim import make_optimizer, warmup_linear_decay
+from ..scale import Scale
+from ..tokenizer import PAD_ID
+from ..train import StepBatches
 from .tasks import Example, Task
-from .tokenizer import PAD_ID
-from .train import StepBatches
 
 
 # ---------------------------------------------------------------------------------- data

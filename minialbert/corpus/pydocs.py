@@ -20,9 +20,9 @@ import sysconfig
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .download import cache_dir, read_checked, write_checked
+from ..download import cache_dir, read_checked, write_checked
+from ..sentences import Document, check_split, split_of, title_hash
 from .prose import prose_sentences
-from .sentences import Document, check_split, split_of, title_hash
 
 __all__ = ["PACKAGES", "PYDOCS_FORMAT", "package_documents", "pydocs_documents"]
 

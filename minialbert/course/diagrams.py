@@ -1,6 +1,6 @@
 """The course's diagrams, drawn by code: the model, sharing, n-gram masking, NSP vs SOP, the kernel's tiles.
 
-Each diagram is one function that returns a matplotlib Figure; `python -m minialbert.diagrams`
+Each diagram is one function that returns a matplotlib Figure; `python -m minialbert.course.diagrams`
 redraws them all into assets/diagrams/ (seconds), and a lesson shows one with `show("model")`, which
 reads the committed file. They are SVG: vector, so they stay sharp at any zoom in JupyterLab, VS Code
 and on GitHub; their text stays text (searchable, and a third of the size of text drawn as outlines,
@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 from matplotlib.textpath import TextPath
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DIAGRAM_DIR = ROOT / "assets" / "diagrams"
 FORMAT = "svg"
 
@@ -226,8 +226,8 @@ def _shades(cmap_name: str, n: int) -> list[str]:
 
 def draw_sharing(layers: int = 6) -> Figure:
     """The paper's Table 4 strategies as stacks of layers: blocks with the same weights share a colour."""
-    from .config import AlbertConfig
-    from .costs import count_parameters
+    from ..config import AlbertConfig
+    from ..costs import count_parameters
 
     W, H = 13.0, 7.9
     fig, ax = _canvas(W, H, "Cross-layer parameter sharing (the paper's Table 4)",
@@ -286,9 +286,9 @@ MASKING_SEED = 30           # a seed whose draw shows spans of 1, 2 and 3 words 
 def masking_example(seed: int = MASKING_SEED):
     """(pieces, shown, masked) for MASKING_TEXT: the course tokenizer's pieces, the pieces the model sees,
     and `ngram_mask`'s result for `seed`."""
-    from .course import course_tokenizer
-    from .masking import MaskingVocab, ngram_mask
-    from .scale import current_scale
+    from ..corpus.course_data import course_tokenizer
+    from ..masking import MaskingVocab, ngram_mask
+    from ..scale import current_scale
 
     tokenizer = course_tokenizer(current_scale("course"))       # the shipped tokenizer, checked
     ids, _ = tokenizer.encode_pair(*MASKING_TEXT)
@@ -304,7 +304,7 @@ def replacement(original: str, shown: str) -> str:
 
 def draw_ngram_masking(seed: int = MASKING_SEED) -> Figure:
     """Whole-word n-gram masking of one sentence pair, as the package's ngram_mask does it with `seed`."""
-    from .masking import MASK_RATE, ngram_probabilities
+    from ..masking import MASK_RATE, ngram_probabilities
 
     pieces, shown, masked = masking_example(seed)
     words = [p.replace("\u2581", "") if p.startswith("\u2581") else p for p in pieces]
@@ -660,12 +660,12 @@ def show(name: str, directory: str | Path = DIAGRAM_DIR) -> None:
     path = diagram_path(name, directory)
     if not path.is_file():
         raise FileNotFoundError(f"the diagram file {path} is missing: draw the diagrams with "
-                                f"`python -m minialbert.diagrams` in the repository root")
+                                f"`python -m minialbert.course.diagrams` in the repository root")
     display(SVG(filename=str(path)))
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m minialbert.diagrams",
+    parser = argparse.ArgumentParser(prog="python -m minialbert.course.diagrams",
                                      description="Redraw the course diagrams (default: all, into "
                                                  "assets/diagrams).")
     parser.add_argument("names", nargs="*", metavar="NAME",

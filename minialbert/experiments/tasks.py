@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from .corpus import documents
-from .download import atomic_write, cache_dir, download
-from .evaluation import task_metrics
-from .scale import Scale
-from .sentences import Document
+from ..corpus import documents
+from ..download import atomic_write, cache_dir, download
+from ..evaluation import task_metrics
+from ..scale import Scale
+from ..sentences import Document
 
 SPLITS = ("train", "dev", "test")
 CORPUS_SPLIT = {"train": "train", "dev": "valid", "test": "test"}   # task split -> corpus document split

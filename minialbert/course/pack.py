@@ -21,10 +21,10 @@ import lzma
 import tarfile
 from pathlib import Path, PurePosixPath
 
-from .corpus import COURSE_CORPUS_SHA256, course_corpus
-from .course import course_tokenizer, course_tokenizer_path
-from .download import atomic_write, cache_dir
-from .scale import DRY_RUN_SUFFIX, Scale
+from ..corpus import COURSE_CORPUS_SHA256, course_corpus
+from ..corpus.course_data import course_tokenizer, course_tokenizer_path
+from ..download import atomic_write, cache_dir
+from ..scale import DRY_RUN_SUFFIX, Scale
 
 MANIFEST = "MANIFEST.json"
 TOKENIZERS = "tokenizers"              # the cache folder of trained tokenizers (course.py)

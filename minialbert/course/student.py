@@ -38,7 +38,7 @@ from pathlib import Path
 
 import nbformat
 
-from .download import atomic_write
+from ..download import atomic_write
 from .notebooks import clean_notebook, lessons, notebook_text, raise_all, read_notebook
 
 BEGIN_SOLUTION = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION(?:\s*\(hint:\s*(?P<hint>.*)\))?\s*$")
@@ -64,7 +64,7 @@ UNCLOSED_HINT = re.compile(r"^\s*### BEGIN SOLUTION\s*\(hint:")
 DEFAULT_HINT = "your code here: the exercise above says what to compute"
 MARKDOWN_STUB = "*Your answer here.*"
 STUB = re.compile(r"^\s*raise NotImplementedError\(['\"]Exercise: ", re.MULTILINE)
-CHECK_CALL = re.compile(r"(?<![\w.])check\(")          # minialbert.pieces.check, not Question(...).check
+CHECK_CALL = re.compile(r"(?<![\w.])check\(")    # course.pieces.check, not Question(...).check
 METADATA_KEY = "minialbert"                            # nb.metadata["minialbert"]["student_version_of"]
 
 

@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import offset_copy
 
-from .download import atomic_write_all
-from .scale import Scale
+from ..download import atomic_write_all
+from ..scale import Scale
 
 
 def _trailing_mean(values: list[float], window: int) -> list[float]:
@@ -142,7 +142,7 @@ class LiveCurves:
             self._handle.update(self.fig)
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def figure_dir(scale: Scale) -> Path:

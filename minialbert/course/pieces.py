@@ -29,13 +29,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .ablation import head_on_pairs
-from .analysis import transition
-from .config import CLS_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID, UNK_ID, AlbertConfig
-from .costs import count_parameters, parameter_breakdown
-from .evaluation import evaluate_pretraining, summary_record
-from .masking import MASK_RATE, MaskingVocab, ngram_mask, ngram_probabilities, whole_words
-from .model import (
+from ..config import CLS_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID, UNK_ID, AlbertConfig
+from ..costs import count_parameters, parameter_breakdown
+from ..evaluation import evaluate_pretraining, summary_record
+from ..experiments.ablation import head_on_pairs
+from ..experiments.analysis import transition
+from ..experiments.synthetic import permutation_chains
+from ..masking import MASK_RATE, MaskingVocab, ngram_mask, ngram_probabilities, whole_words
+from ..model import (
     AlbertForPretraining,
     AlbertForSequenceClassification,
     Encoder,
@@ -46,9 +47,8 @@ from .model import (
     merge_heads,
     split_heads,
 )
-from .optim import Lamb, make_optimizer, param_groups, trust_ratio, warmup_linear_decay
-from .synthetic import permutation_chains
-from .train import TrainArgs, pretrain, train_step
+from ..optim import Lamb, make_optimizer, param_groups, trust_ratio, warmup_linear_decay
+from ..train import TrainArgs, pretrain, train_step
 
 # A small model for the checks: every size different, so a swapped dimension shows as a wrong shape.
 CHECK_CONFIG = AlbertConfig(vocab_size=50, embedding_size=6, hidden_size=12, num_layers=3, num_heads=3,
@@ -513,7 +513,7 @@ def _triton_online_softmax(kernel, g, trial) -> tuple[str | None, float]:
     from triton import knobs
     from triton.runtime.errors import InterpreterError
 
-    from .kernels import INTERPRET, fused_attention
+    from ..kernels import INTERPRET, fused_attention
 
     if not callable(getattr(kernel, "fn", None)):
         return "it is not a Triton kernel: put @triton.jit above its def", 0.0

@@ -27,10 +27,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
 
-from .download import DownloadError, cache_dir, read_checked, write_checked
+from ..download import DownloadError, cache_dir, read_checked, write_checked
+from ..sentences import SPLITS, Document, check_split, corpus_stats, split_of, split_sentences, title_hash
 from .prose import book_paragraphs, course_sentences, decode_text, docstring_paragraphs, rst_paragraphs
 from .pydocs import PACKAGES, package_documents, pydocs_documents
-from .sentences import SPLITS, Document, check_split, corpus_stats, split_of, split_sentences, title_hash
 from .sources import COURSE_SOURCES, Source, archive_files, course_archives, progress
 from .wikitext import wikitext_documents
 
@@ -313,6 +313,3 @@ def main(argv: list[str] | None = None) -> int:
     print(format_course_stats(course_corpus_stats(splits)))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

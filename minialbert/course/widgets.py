@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ipywidgets as W
 
-from .config import AlbertConfig
-from .costs import count_parameters
+from ..config import AlbertConfig
+from ..costs import count_parameters
 
 
 def parameter_calculator() -> W.VBox:
