@@ -1,9 +1,10 @@
 """ALBERT's pretraining examples: sentence-order (SOP) and next-sentence (NSP) pairs, masked.
 
 Reading order (after masking.py, which masks one sequence with `ngram_mask`): cutting documents
-into segments (`sentence_order_pairs`, `next_sentence_pairs`, `single_segments`; `length_balanced` against a
-length shortcut), building and caching a whole dataset (`build_examples`; the course's own sets
-are course.py's), and batching it (`collate`, `make_dataloader`). The recipe follows the
+into segments (`sentence_order_pairs`, `next_sentence_pairs`, `single_segments`, which share one
+chunking loop; `length_balanced` against a length shortcut), building and caching a whole dataset
+(`build_examples`, stored as pretraining_dataset.py's `PretrainingDataset`; the course's own sets are
+corpus/course_data.py's), and batching it (`collate`, `make_dataloader`). The recipe follows the
 paper and google-research/albert's create_pretraining_data.py; every random choice comes from one
 seeded `random.Random`.
 """
@@ -22,25 +23,22 @@ import time
 import warnings
 from array import array
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import save as save_safetensors
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from .config import IGNORE_INDEX, OBJECTIVES
-from .download import atomic_write, cache_dir
+from .config import IGNORE_INDEX
+from .download import cache_dir
 from .masking import MASK_RATE, MAX_NGRAM, MaskingVocab, ngram_mask
+from .pretraining_dataset import FORMAT_VERSION, PretrainingDataset, check_objective, concatenate
 from .sentences import Document
 from .tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
 
 SHORT_SEQ_PROB = 0.1                    # how often an example aims at a random shorter length
 COURSE_SEED = 12345                     # the official script's default random_seed
-FORMAT_VERSION = 3                      # bump when the recipe changes: old caches stop matching
 MIN_SHARD_DOCUMENTS = 16                # a sharded build's fewest documents per shard (NSP draws its
                                         # random next segments from the other documents of the shard)
 
@@ -85,36 +83,54 @@ def _flat(sentences: Sequence[Sequence[int]]) -> list[int]:
     return [tok for sentence in sentences for tok in sentence]
 
 
-def sentence_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
-                         rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
-    """SOP: two consecutive runs of whole sentences of one document, swapped half the time (label 1).
-
-    A chunk of sentences grows until it reaches the target length and has at least two
-    sentences; it is cut at a random sentence boundary into A and B. A document's last lone
-    sentence (nothing to pair it with) is dropped.
+def _chunked(documents: Sequence[Sequence[Sequence[int]]], max_tokens: int, rng: random.Random,
+             short_seq_prob: float, min_sentences: int,
+             make_example: Callable[[list[Sequence[int]], int, int], tuple[Segments, int]]) -> list[Segments]:
+    """The chunking loop all three segmenters share (the official script's): whole sentences of one
+    document gather into a chunk until it reaches a random target length and holds min_sentences;
+    make_example(chunk, target, document) turns it into Segments and says how many of the chunk's last
+    sentences it did not use, which start the next chunk. A document's last chunk with too few
+    sentences is dropped. The order of the random draws decides every example, so it is this one.
     """
-    max_tokens = max_seq_len - 3                # room for [CLS] A [SEP] B [SEP]
-    pairs = []
+    examples = []
     for d, doc in enumerate(documents):
         chunk: list[Sequence[int]] = []
         chunk_tokens = 0
         target = _target_length(rng, max_tokens, short_seq_prob)
-        for i, sentence in enumerate(doc):
-            chunk.append(sentence)
-            chunk_tokens += len(sentence)
-            if i < len(doc) - 1 and (chunk_tokens < target or len(chunk) < 2):
+        i = 0
+        while i < len(doc):
+            chunk.append(doc[i])
+            chunk_tokens += len(doc[i])
+            if i < len(doc) - 1 and (chunk_tokens < target or len(chunk) < min_sentences):
+                i += 1
                 continue
-            if len(chunk) >= 2:
-                a_end = rng.randint(1, len(chunk) - 1)
-                a, b = _flat(chunk[:a_end]), _flat(chunk[a_end:])
-                swapped = rng.random() < 0.5
-                if swapped:
-                    a, b = b, a
-                truncate_seq_pair(a, b, target, rng)
-                pairs.append(Segments(a, b, int(swapped), d))
+            if len(chunk) >= min_sentences:
+                segments, unused = make_example(chunk, target, d)
+                examples.append(segments)
+                i -= unused                             # put the unused sentences back
             chunk, chunk_tokens = [], 0
             target = _target_length(rng, max_tokens, short_seq_prob)
-    return pairs
+            i += 1
+    return examples
+
+
+def sentence_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
+                         rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
+    """SOP: two consecutive runs of whole sentences of one document, swapped half the time (label 1).
+
+    A chunk of at least two sentences (`_chunked`) is cut at a random sentence boundary into A and B.
+    A document's last lone sentence (nothing to pair it with) is dropped.
+    """
+    def swapped_or_not(chunk: list[Sequence[int]], target: int, d: int) -> tuple[Segments, int]:
+        a_end = rng.randint(1, len(chunk) - 1)
+        a, b = _flat(chunk[:a_end]), _flat(chunk[a_end:])
+        swapped = rng.random() < 0.5
+        if swapped:
+            a, b = b, a
+        truncate_seq_pair(a, b, target, rng)
+        return Segments(a, b, int(swapped), d), 0
+
+    return _chunked(documents, max_seq_len - 3, rng, short_seq_prob, 2, swapped_or_not)  # CLS A SEP B SEP
 
 
 def next_sentence_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
@@ -127,62 +143,36 @@ def next_sentence_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_le
     """
     if len(documents) < 2:
         raise ValueError(f"NSP needs at least 2 documents to draw random next segments, got {len(documents)}")
-    max_tokens = max_seq_len - 3
-    pairs = []
-    for d, doc in enumerate(documents):
-        chunk: list[Sequence[int]] = []
-        chunk_tokens = 0
-        target = _target_length(rng, max_tokens, short_seq_prob)
-        i = 0
-        while i < len(doc):
-            chunk.append(doc[i])
-            chunk_tokens += len(doc[i])
-            if i < len(doc) - 1 and (chunk_tokens < target or len(chunk) < 2):
-                i += 1
-                continue
-            if len(chunk) >= 2:
-                a_end = rng.randint(1, len(chunk) - 1)
-                a = _flat(chunk[:a_end])
-                if rng.random() < 0.5:
-                    other = rng.randrange(len(documents) - 1)
-                    other += other >= d                     # any document but this one
-                    b: list[int] = []
-                    for sentence in documents[other][rng.randrange(len(documents[other])):]:
-                        b.extend(sentence)
-                        if len(b) >= target - len(a):
-                            break
-                    i -= len(chunk) - a_end                 # put B's sentences back
-                    label = 1
-                else:
-                    b, label = _flat(chunk[a_end:]), 0
-                truncate_seq_pair(a, b, target, rng)
-                pairs.append(Segments(a, b, label, d))
-            chunk, chunk_tokens = [], 0
-            target = _target_length(rng, max_tokens, short_seq_prob)
-            i += 1
-    return pairs
+
+    def next_or_random(chunk: list[Sequence[int]], target: int, d: int) -> tuple[Segments, int]:
+        a_end = rng.randint(1, len(chunk) - 1)
+        a = _flat(chunk[:a_end])
+        if rng.random() >= 0.5:
+            b = _flat(chunk[a_end:])
+            truncate_seq_pair(a, b, target, rng)
+            return Segments(a, b, 0, d), 0
+        other = rng.randrange(len(documents) - 1)
+        other += other >= d                         # any document but this one
+        b: list[int] = []
+        for sentence in documents[other][rng.randrange(len(documents[other])):]:
+            b.extend(sentence)
+            if len(b) >= target - len(a):
+                break
+        truncate_seq_pair(a, b, target, rng)
+        return Segments(a, b, 1, d), len(chunk) - a_end     # B's sentences go back
+
+    return _chunked(documents, max_seq_len - 3, rng, short_seq_prob, 2, next_or_random)  # CLS A SEP B SEP
 
 
 def single_segments(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
                     rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
     """MLM only: runs of whole sentences filling [CLS] A [SEP], no sentence label."""
-    max_tokens = max_seq_len - 2
-    segments = []
-    for d, doc in enumerate(documents):
-        chunk: list[Sequence[int]] = []
-        chunk_tokens = 0
-        target = _target_length(rng, max_tokens, short_seq_prob)
-        for i, sentence in enumerate(doc):
-            chunk.append(sentence)
-            chunk_tokens += len(sentence)
-            if i < len(doc) - 1 and chunk_tokens < target:
-                continue
-            a = _flat(chunk)
-            truncate_seq_pair(a, [], target, rng)
-            segments.append(Segments(a, None, None, d))
-            chunk, chunk_tokens = [], 0
-            target = _target_length(rng, max_tokens, short_seq_prob)
-    return segments
+    def whole_chunk(chunk: list[Sequence[int]], target: int, d: int) -> tuple[Segments, int]:
+        a = _flat(chunk)
+        truncate_seq_pair(a, [], target, rng)
+        return Segments(a, None, None, d), 0
+
+    return _chunked(documents, max_seq_len - 2, rng, short_seq_prob, 1, whole_chunk)      # [CLS] A [SEP]
 
 
 SEGMENTERS = {"mlm": single_segments, "nsp": next_sentence_pairs, "sop": sentence_order_pairs}
@@ -214,126 +204,6 @@ def length_balanced(lengths: Sequence[Sequence[int]], labels: Sequence[int],
 
 
 # ---------------------------------------------------------------------------------------------
-# The dataset: examples stored flat (one token tensor + offsets), cached with safetensors
-
-class PretrainingDataset(Dataset):
-    """Masked pretraining examples of one objective, stored as flat tensors plus offsets.
-
-    Example i is positions offsets[i]:offsets[i+1] of the flat tensors; __getitem__ returns
-    unpadded 1-D LongTensors and, for nsp/sop, a scalar `sentence_label`. document_ids (E,), where
-    known, names the document each example's first segment comes from: examples of one document are
-    not independent, so held-out intervals resample documents (evaluation.clustered_proportion).
-    """
-
-    def __init__(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, mlm_labels: torch.Tensor,
-                 offsets: torch.Tensor, sentence_labels: torch.Tensor | None, objective: str,
-                 max_seq_len: int, document_ids: torch.Tensor | None = None) -> None:
-        _check_objective(objective)
-        n_tokens, n_examples = input_ids.numel(), offsets.numel() - 1
-        if not (token_type_ids.numel() == mlm_labels.numel() == n_tokens):
-            raise ValueError("input_ids, token_type_ids and mlm_labels must have one entry per token")
-        if n_examples < 0 or offsets[0] != 0 or offsets[-1] != n_tokens:
-            raise ValueError(f"offsets must run from 0 to the {n_tokens} tokens")
-        lengths = offsets.diff()
-        if n_examples and (lengths.min() < 3 or lengths.max() > max_seq_len):
-            raise ValueError(f"example lengths must lie in 3..max_seq_len={max_seq_len}, "
-                             f"got {lengths.min()}..{lengths.max()}")
-        if (objective == "mlm") != (sentence_labels is None):
-            raise ValueError(f"objective {objective!r} {'takes no' if objective == 'mlm' else 'needs'} "
-                             "sentence_labels")
-        if sentence_labels is not None and sentence_labels.numel() != n_examples:
-            raise ValueError(f"{sentence_labels.numel()} sentence_labels for {n_examples} examples")
-        if document_ids is not None and document_ids.numel() != n_examples:
-            raise ValueError(f"{document_ids.numel()} document_ids for {n_examples} examples")
-        self.document_ids = document_ids
-        self.input_ids, self.token_type_ids, self.mlm_labels = input_ids, token_type_ids, mlm_labels
-        self.offsets, self.sentence_labels = offsets, sentence_labels
-        self.objective, self.max_seq_len = objective, max_seq_len
-        self._bounds = offsets.tolist()         # Python ints: fast slicing in __getitem__
-
-    def __len__(self) -> int:
-        return len(self._bounds) - 1
-
-    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-        if not -len(self) <= i < len(self):
-            raise IndexError(f"example {i} out of range for {len(self)} examples")
-        i %= len(self)
-        s, e = self._bounds[i], self._bounds[i + 1]
-        example = {"input_ids": self.input_ids[s:e].long(),            # (L,)
-                   "token_type_ids": self.token_type_ids[s:e].long(),  # (L,)
-                   "mlm_labels": self.mlm_labels[s:e].long()}          # (L,)
-        if self.sentence_labels is not None:
-            example["sentence_label"] = self.sentence_labels[i].long()  # ()
-        return example
-
-    @property
-    def lengths(self) -> torch.Tensor:
-        """Tokens per example, specials included: (E,)."""
-        return self.offsets.diff()
-
-    def checksum(self) -> str:
-        """sha256 over every tensor: what the dataset holds, whatever file it came from."""
-        return _checksum(self._tensors())
-
-    def _tensors(self) -> dict[str, torch.Tensor]:
-        tensors = {"input_ids": self.input_ids, "token_type_ids": self.token_type_ids,
-                   "mlm_labels": self.mlm_labels, "offsets": self.offsets}
-        if self.sentence_labels is not None:
-            tensors["sentence_labels"] = self.sentence_labels
-        if self.document_ids is not None:
-            tensors["document_ids"] = self.document_ids
-        return tensors
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write atomically as safetensors, with a checksum of every tensor in the metadata."""
-        tensors = self._tensors()
-        meta = {"format": str(FORMAT_VERSION), "objective": self.objective,
-                "max_seq_len": str(self.max_seq_len), "sha256": _checksum(tensors)}
-        atomic_write(Path(path), save_safetensors(tensors, metadata=meta))
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> PretrainingDataset:
-        """Read a saved dataset; raise ValueError if the file is damaged (bad header, checksum, shapes)."""
-        path = Path(path)
-        try:
-            with safe_open(path, framework="pt") as f:
-                meta = f.metadata() or {}
-                tensors = {name: f.get_tensor(name) for name in f.keys()}
-        except (SafetensorError, OSError, ValueError) as e:
-            raise ValueError(f"pretraining cache {path} is not a readable safetensors file ({e}); "
-                             "delete it to rebuild") from e
-        if meta.get("format") != str(FORMAT_VERSION) or meta.get("sha256") != _checksum(tensors):
-            raise ValueError(f"pretraining cache {path} is damaged or from another version "
-                             "(checksum mismatch); delete it to rebuild")
-        try:
-            return cls(tensors["input_ids"], tensors["token_type_ids"], tensors["mlm_labels"],
-                       tensors["offsets"], tensors.get("sentence_labels"), meta["objective"],
-                       int(meta["max_seq_len"]), tensors.get("document_ids"))
-        except (KeyError, ValueError) as e:
-            raise ValueError(f"pretraining cache {path} is inconsistent ({e}); delete it to rebuild") from e
-
-
-def _checksum(tensors: dict[str, torch.Tensor]) -> str:
-    digest = hashlib.sha256()
-    for name in sorted(tensors):
-        t = tensors[name].contiguous()
-        digest.update(f"{name}:{t.dtype}:{tuple(t.shape)}:".encode())
-        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return digest.hexdigest()
-
-
-def _check_objective(objective: str) -> None:
-    if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
-
-
-def unmasked_ids(example: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The example's tokens before masking: the label wherever one is predicted."""
-    labels = example["mlm_labels"]
-    return torch.where(labels != IGNORE_INDEX, labels, example["input_ids"])
-
-
-# ---------------------------------------------------------------------------------------------
 # Building (and caching) a dataset
 
 def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], vocab: MaskingVocab,
@@ -344,7 +214,7 @@ def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], 
 
     balance_lengths keeps, in every pass, only the `length_balanced` pairs (nsp and sop only).
     """
-    _check_objective(objective)
+    check_objective(objective)
     if balance_lengths and objective == "mlm":
         raise ValueError("balance_lengths balances the labels of pairs; objective 'mlm' has no pairs")
     if max_seq_len < 5:
@@ -417,7 +287,7 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
     The workers are spawned (they import minialbert afresh): a script that builds a sharded set runs
     its work under `if __name__ == "__main__":`, as multiprocessing asks.
     """
-    _check_objective(objective)
+    check_objective(objective)
     path = None
     if cache:
         key = examples_key(digest or documents_digest(documents), tokenizer, objective, max_seq_len, seed,
@@ -484,22 +354,6 @@ def _build_shards(documents: Sequence[Document], tokenizer: Tokenizer, seed: int
     return concatenate(parts, cuts[:-1])
 
 
-def concatenate(parts: Sequence[PretrainingDataset], first_documents: Sequence[int]) -> PretrainingDataset:
-    """Datasets of consecutive document slices as one; first_documents[i]: the index of part i's first
-    document, added to its document_ids."""
-    offsets, end = [torch.zeros(1, dtype=torch.int64)], 0
-    for part in parts:
-        offsets.append(part.offsets[1:] + end)
-        end += part.input_ids.numel()
-    first = parts[0]
-    labels = None if first.sentence_labels is None else torch.cat([p.sentence_labels for p in parts])
-    return PretrainingDataset(torch.cat([p.input_ids for p in parts]),
-                              torch.cat([p.token_type_ids for p in parts]),
-                              torch.cat([p.mlm_labels for p in parts]), torch.cat(offsets), labels,
-                              first.objective, first.max_seq_len,
-                              torch.cat([p.document_ids + d for p, d in zip(parts, first_documents)]))
-
-
 def documents_digest(documents: Sequence[Document]) -> str:
     """sha256 of documents' titles and sentences, in order."""
     digest = hashlib.sha256()
@@ -526,6 +380,12 @@ def examples_key(digest: str, tokenizer: Tokenizer, objective: str, max_seq_len:
 
 # ---------------------------------------------------------------------------------------------
 # Batches
+
+def unmasked_ids(example: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The example's tokens before masking: the label wherever one is predicted."""
+    labels = example["mlm_labels"]
+    return torch.where(labels != IGNORE_INDEX, labels, example["input_ids"])
+
 
 def collate(examples: Sequence[dict[str, torch.Tensor]], pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
     """Right-pad examples to the longest one: the batch dict AlbertForPretraining(**batch) takes.
