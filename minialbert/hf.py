@@ -2,7 +2,7 @@
 
 The only real differences between HF's layout and ours are names and one fusion: HF keeps separate
 query/key/value Linears where we keep one `qkv` Linear (rows ordered q, k, v). Everything else is a
-rename, listed once in `_names` and used in both directions.
+rename, listed once in hf_names.py (`key_names`) and used in both directions.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save
 
 from . import download as dl
 from .config import ACTIVATIONS, AlbertConfig
+from .hf_names import HEAD_PREFIX, key_names
 from .model import AlbertForPretraining, AlbertForSequenceClassification
 from .tokenizer import Tokenizer, WordPieceTokenizer
 
@@ -53,67 +54,7 @@ _BERT_DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, n
 _MODEL_KEYS = set(_ALBERT_DEFAULTS) | set(_BERT_DEFAULTS) | {"position_embedding_type"}
 _HF_GENERIC_KEYS = {"classifier_dropout", "num_labels"}   # transformers' own keys that look like a model key
 _IGNORED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")   # index buffers, not weights
-# Where each family keeps its heads (after the encoder prefix "albert." / "bert.", which heads lack).
-_HEAD_PREFIX = {"albert": {"mlm": "predictions.", "sentence": "sop_classifier."},
-                "bert": {"mlm": "cls.predictions.", "sentence": "cls.seq_relationship."}}
-_BERT_LINEARS = (("attention.dense", "attention.output.dense"), ("feed_forward.ffn_output", "output.dense"),
-                 ("attention.LayerNorm", "attention.output.LayerNorm"),     # (ours, BERT's) in each layer
-                 ("feed_forward.ffn", "intermediate.dense"), ("feed_forward.LayerNorm", "output.LayerNorm"))
 TOKENIZER_FILES = ("spiece.model", "vocab.txt")   # ALBERT's SentencePiece model, BERT's WordPiece vocabulary
-
-
-# ---------------------------------------------------------------------------------- names
-def _linear(ours: str, hf: str) -> dict[str, str]:
-    return {f"{ours}.weight": f"{hf}.weight", f"{ours}.bias": f"{hf}.bias"}
-
-
-def _qkv(ours: str, hf: str) -> dict[str, tuple[str, str, str]]:
-    """Our fused qkv Linear <- HF's query, key, value Linears (concatenated along the output rows)."""
-    return {f"{ours}.qkv.{p}": tuple(f"{hf}.{n}.{p}" for n in ("query", "key", "value"))
-            for p in ("weight", "bias")}
-
-
-def _names(cfg: AlbertConfig, family: str, prefix: str) -> dict[str, dict]:
-    """Our state-dict key -> HF key (or the 3 HF keys fused into qkv), in parts that may be absent.
-
-    Parts: "encoder" (always), "pooler", "mlm", "sentence", "classifier" (the fine-tuning head, one name
-    in both families). `prefix`: "albert." / "bert." or "" (bare AlbertModel / BertModel). The tied MLM
-    decoder has no entry: it is the word embeddings.
-    """
-    e, hf_e = "albert.embeddings", f"{prefix}embeddings"
-    encoder = {f"{e}.{n}.weight": f"{hf_e}.{n}.weight"
-               for n in ("word_embeddings", "position_embeddings", "token_type_embeddings")}
-    encoder |= _linear(f"{e}.LayerNorm", f"{hf_e}.LayerNorm")
-    if family == "albert":
-        encoder |= _linear(f"{e}.projection", f"{prefix}encoder.embedding_hidden_mapping_in")
-        for g in range(cfg.num_hidden_groups):
-            for k in range(cfg.inner_group_num):
-                ours = f"albert.encoder.groups.{g}.{k}"
-                hf = f"{prefix}encoder.albert_layer_groups.{g}.albert_layers.{k}"
-                encoder |= _qkv(f"{ours}.attention", f"{hf}.attention")
-                for o, h in (("attention.dense", "attention.dense"),
-                             ("attention.LayerNorm", "attention.LayerNorm"),
-                             ("feed_forward.ffn", "ffn"), ("feed_forward.ffn_output", "ffn_output"),
-                             ("feed_forward.LayerNorm", "full_layer_layer_norm")):
-                    encoder |= _linear(f"{ours}.{o}", f"{hf}.{h}")
-        pooler = _linear("albert.pooler", f"{prefix}pooler")
-        mlm = (_linear("mlm_head.dense", "predictions.dense")
-               | _linear("mlm_head.LayerNorm", "predictions.LayerNorm"))
-        mlm["mlm_head.bias"] = "predictions.bias"
-        sentence = _linear("sentence_head.1", "sop_classifier.classifier")
-    else:
-        for i in range(cfg.num_layers):
-            ours, hf = f"albert.encoder.groups.{i}.0", f"{prefix}encoder.layer.{i}"
-            encoder |= _qkv(f"{ours}.attention", f"{hf}.attention.self")
-            for o, h in _BERT_LINEARS:
-                encoder |= _linear(f"{ours}.{o}", f"{hf}.{h}")
-        pooler = _linear("albert.pooler", f"{prefix}pooler.dense")
-        mlm = (_linear("mlm_head.dense", "cls.predictions.transform.dense")
-               | _linear("mlm_head.LayerNorm", "cls.predictions.transform.LayerNorm"))
-        mlm["mlm_head.bias"] = "cls.predictions.bias"
-        sentence = _linear("sentence_head.1", "cls.seq_relationship")
-    return {"encoder": encoder, "pooler": pooler, "mlm": mlm, "sentence": sentence,
-            "classifier": _linear("classifier", "classifier")}
 
 
 # ---------------------------------------------------------------------------------- config
@@ -223,8 +164,7 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
     family = _detect_family(config_dict, sd)
     cfg = _config_from_hf(config_dict, family)
     prefix = f"{family}." if any(k.startswith(f"{family}.") for k in sd) else ""
-    heads = _HEAD_PREFIX[family]
-    names = _names(cfg, family, prefix)
+    heads = HEAD_PREFIX[family]
     present = {"encoder": True,
                "pooler": any(k.startswith(f"{prefix}pooler.") for k in sd),
                "mlm": any(k.startswith(heads["mlm"]) for k in sd),
@@ -232,7 +172,6 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
                "classifier": "classifier.weight" in sd}
     if present["classifier"]:                 # a fine-tuned model: its pretraining heads are gone
         present["mlm"] = present["sentence"] = False
-    wanted = {ours: hf for part, table in names.items() if present[part] for ours, hf in table.items()}
     with torch.random.fork_rng(devices=[]):   # heads the checkpoint lacks get the same init every time
         torch.manual_seed(0)
         if present["classifier"]:
@@ -241,7 +180,25 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
             sentence_task = ("sop" if family == "albert" else "nsp") if present["sentence"] else None
             model = AlbertForPretraining(cfg, sentence_task=sentence_task)
     ours = model.state_dict()
+    problems = _head_problems(sd, present, prefix, heads)
+    names = key_names(cfg, family, prefix)
+    wanted = {key: hf for part, table in names.items() if present[part] for key, hf in table.items()}
+    loaded, weight_problems = _matched_weights(sd, wanted, ours)
+    problems += weight_problems
+    if problems:
+        found = [p for p in ("pooler", "mlm", "sentence", "classifier") if present[p]] or ["none"]
+        raise ValueError(f"cannot load this checkpoint as HF {family.upper()} (encoder prefix {prefix!r}, "
+                         f"heads found: {', '.join(found)}):\n  " + "\n  ".join(problems)
+                         + "\nCheck that config.json belongs to these weights.")
+    if present["mlm"]:
+        loaded["mlm_head.decoder_weight"] = loaded["albert.embeddings.word_embeddings.weight"]   # tied
+    model.load_state_dict({**ours, **loaded}, strict=True)
+    return model.eval()
 
+
+def _head_problems(sd: dict, present: dict[str, bool], prefix: str, heads: dict[str, str]) -> list[str]:
+    """What keeps the heads from loading: a sentence head or classifier without the pooler it reads, an
+    untied MLM decoder. The decoder's copies leave sd (we tie it), its bias filling in a missing head bias."""
     problems = []
     reader = "classifier" if present["classifier"] else "sentence" if present["sentence"] else None
     if not present["pooler"] and reader:      # transformers reports the pooler's keys as missing
@@ -249,7 +206,7 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
                         f"({prefix}pooler.*): its logits would come from an untrained pooler")
     elif not present["pooler"]:
         warnings.warn(f"the checkpoint has no pooler ({prefix}pooler.*): pooled_output is not pretrained",
-                      stacklevel=2)
+                      stacklevel=3)
     word_key = f"{prefix}embeddings.word_embeddings.weight"
     decoder = heads["mlm"] + "decoder"
     decoder_weight, decoder_bias = sd.pop(f"{decoder}.weight", None), sd.pop(f"{decoder}.bias", None)
@@ -262,7 +219,13 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
             sd[bias_key] = decoder_bias              # some files keep only the decoder's copy of the bias
         elif not torch.equal(decoder_bias, sd[bias_key]):
             problems.append(f"{decoder}.bias differs from {bias_key}; they must be the same tensor")
+    return problems
 
+
+def _matched_weights(sd: dict, wanted: dict, ours: dict) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Our key -> its tensor from sd (q, k, v fused into qkv) for every wanted key found well shaped, and
+    the problems: missing, unexpected, mis-shaped, non-float or non-finite weights."""
+    problems = []
     expected_hf = {h for hf in wanted.values() for h in (hf if isinstance(hf, tuple) else (hf,))}
     missing = sorted(expected_hf - set(sd))
     unexpected = sorted(set(sd) - expected_hf)
@@ -285,15 +248,7 @@ def from_hf(state_dict: dict[str, torch.Tensor], config_dict: dict):
         problems.append(f"unexpected keys (no place for them in this config): {_short(unexpected)}")
     if misshaped:
         problems.append(f"mis-shaped keys: {_short(misshaped)}")
-    if problems:
-        found = [p for p in ("pooler", "mlm", "sentence", "classifier") if present[p]] or ["none"]
-        raise ValueError(f"cannot load this checkpoint as HF {family.upper()} (encoder prefix {prefix!r}, "
-                         f"heads found: {', '.join(found)}):\n  " + "\n  ".join(problems)
-                         + "\nCheck that config.json belongs to these weights.")
-    if present["mlm"]:
-        loaded["mlm_head.decoder_weight"] = loaded["albert.embeddings.word_embeddings.weight"]   # tied
-    model.load_state_dict({**ours, **loaded}, strict=True)
-    return model.eval()
+    return loaded, problems
 
 
 def _classifier_from_hf(cfg: AlbertConfig, config_dict: dict, family: str, weight: torch.Tensor):
@@ -323,7 +278,7 @@ def to_hf(model) -> tuple[dict[str, torch.Tensor], dict]:
         raise ValueError("to_hf exports HF ALBERT, which always has the E -> H projection, but this model "
                          "has embedding_projection=False (BERT-shaped); build it with "
                          "embedding_projection=True")
-    names = _names(cfg, "albert", "albert.")
+    names = key_names(cfg, "albert", "albert.")
     classifier = hasattr(model, "classifier")
     if classifier:
         parts = ["encoder", "pooler", "classifier"]

@@ -264,27 +264,43 @@ def plot_ablation(result: dict, axes=None):
         grid[1, 1].sharey(grid[1, 0])                       # SOP and NSP curves: one accuracy scale
         axes = [grid[0, 0], grid[0, 1], grid[1, 0], grid[1, 1]]
     ax_matrix, ax_down, ax_sop, ax_nsp = axes
+    _plot_cross_evaluation(ax_matrix, result)
+    _plot_downstream(ax_down, result)
+    for ax, task in ((ax_sop, "sop"), (ax_nsp, "nsp")):
+        _plot_own_head_curves(ax, result, task)
+    return axes
 
-    def percent(ax):
-        ax.yaxis.set_major_formatter(lambda value, _: f"{100 * value:.3g}%")
 
-    def seeds(counts):                                              # "1 seed", "3 seeds", "2-3 seeds"
-        low, high = min(counts), max(counts)
-        return f"{low} seed" if high == 1 else f"{low} seeds" if low == high else f"{low}-{high} seeds"
+def _percent_axis(ax) -> None:
+    ax.yaxis.set_major_formatter(lambda value, _: f"{100 * value:.3g}%")
 
-    def legend_outside(ax):                                         # the arms first, then the baselines
-        handles, labels = ax.get_legend_handles_labels()
-        order = sorted(range(len(labels)), key=lambda i: labels[i].split(" ")[0] not in arms)
-        ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper left",
-                  bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize=8)
 
-    columns = [("[MASK] acc.", lambda r: r["mlm"]["mlm"]["mask"]),
-               ("NSP (own head)", lambda r: r["nsp"]["head"]),
-               ("SOP (own head)", lambda r: r["sop"]["head"]),
-               ("SOP, length-matched", lambda r: r["sop"]["head_matched"]),
-               ("NSP (probe)", lambda r: r["nsp"]["probe"]),
-               ("SOP (probe), length-matched", lambda r: r["sop"]["probe_matched"])]
-    arms = result["arms"]
+def _seeds_label(counts) -> str:
+    """"1 seed", "3 seeds", "2-3 seeds"."""
+    low, high = min(counts), max(counts)
+    return f"{low} seed" if high == 1 else f"{low} seeds" if low == high else f"{low}-{high} seeds"
+
+
+def _legend_outside(ax, arms) -> None:
+    """The legend right of the axes, the arms first, then the baselines."""
+    handles, labels = ax.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: labels[i].split(" ")[0] not in arms)
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper left",
+              bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize=8)
+
+
+# The cross-evaluation's columns: (name, a run's cell or None)
+_CROSS_EVALUATION_COLUMNS = [("[MASK] acc.", lambda r: r["mlm"]["mlm"]["mask"]),
+                             ("NSP (own head)", lambda r: r["nsp"]["head"]),
+                             ("SOP (own head)", lambda r: r["sop"]["head"]),
+                             ("SOP, length-matched", lambda r: r["sop"]["head_matched"]),
+                             ("NSP (probe)", lambda r: r["nsp"]["probe"]),
+                             ("SOP (probe), length-matched", lambda r: r["sop"]["probe_matched"])]
+
+
+def _plot_cross_evaluation(ax, result: dict) -> None:
+    """Panel 1: every arm's seeds on every held-out set, with chance, the lengths rule and the floor."""
+    columns, arms = _CROSS_EVALUATION_COLUMNS, result["arms"]
     width = 0.8 / len(arms)
     for j, arm in enumerate(arms):
         runs = [r for r in result["runs"] if r["arm"] == arm]
@@ -294,33 +310,35 @@ def plot_ablation(result: dict, axes=None):
                 continue
             x = c - 0.4 + width * (j + 0.5)
             mean = sum(m["accuracy"] for m in cells) / len(cells)
-            ax_matrix.bar(x, mean, width * 0.9, color=ARM_COLORS.get(arm), alpha=0.35,
-                          label=f"{arm} ({seeds([len(runs)])})" if c == 0 else None)
+            ax.bar(x, mean, width * 0.9, color=ARM_COLORS.get(arm), alpha=0.35,
+                   label=f"{arm} ({_seeds_label([len(runs)])})" if c == 0 else None)
             for k, m in enumerate(cells):
                 dx = (k - (len(cells) - 1) / 2) * width * 0.25
-                ax_matrix.errorbar(x + dx, m["accuracy"], [[m["accuracy"] - m["ci95"][0]],
-                                   [m["ci95"][1] - m["accuracy"]]], fmt="o", ms=3, lw=1,
-                                   color=ARM_COLORS.get(arm))
+                ax.errorbar(x + dx, m["accuracy"], [[m["accuracy"] - m["ci95"][0]],
+                            [m["ci95"][1] - m["accuracy"]]], fmt="o", ms=3, lw=1, color=ARM_COLORS.get(arm))
     floor = next((r for r in result["runs"] if r["arm"] == "random init"), None)
     label = "random encoder (untrained): the floor"
     for c, (_, get) in enumerate(columns if floor else []):
         if get(floor) is not None:
-            ax_matrix.hlines(get(floor)["accuracy"], c - 0.45, c + 0.45, color=ARM_COLORS["random init"],
-                             lw=2, label=label)
+            ax.hlines(get(floor)["accuracy"], c - 0.45, c + 0.45, color=ARM_COLORS["random init"],
+                      lw=2, label=label)
             label = None                                            # one legend entry
-    ax_matrix.hlines(0.5, 0.5, len(columns) - 0.5, color="grey", ls="--", lw=1,
-                     label="chance for NSP and SOP (50%)")
+    ax.hlines(0.5, 0.5, len(columns) - 0.5, color="grey", ls="--", lw=1, label="chance for NSP and SOP (50%)")
     lengths = result["shortcut"]["sop"]["all"]["accuracy"]
-    ax_matrix.hlines(lengths, 1.55, 2.45, color="tab:red", ls=":", lw=1.5,
-                     label=f"SOP from segment lengths alone, all pairs ({lengths:.1%})")
-    ax_matrix.set_xticks(range(len(columns)), [name for name, _ in columns], rotation=20, ha="right",
-                         fontsize=8)
-    ax_matrix.set(ylabel="held-out accuracy (%)", ylim=(0, 1),
-                  title="cross-evaluation on the held-out sets\n"
-                        "(bars: mean over seeds; dots: each seed with its 95% interval)")
-    percent(ax_matrix)
-    legend_outside(ax_matrix)
+    ax.hlines(lengths, 1.55, 2.45, color="tab:red", ls=":", lw=1.5,
+              label=f"SOP from segment lengths alone, all pairs ({lengths:.1%})")
+    ax.set_xticks(range(len(columns)), [name for name, _ in columns], rotation=20, ha="right", fontsize=8)
+    ax.set(ylabel="held-out accuracy (%)", ylim=(0, 1),
+           title="cross-evaluation on the held-out sets\n"
+                 "(bars: mean over seeds; dots: each seed with its 95% interval)")
+    _percent_axis(ax)
+    _legend_outside(ax, arms)
 
+
+def _plot_downstream(ax, result: dict) -> None:
+    """Panel 2: each arm's fine-tuned test accuracy per task, mean over seeds and worst to best."""
+    arms = result["arms"]
+    width = 0.8 / len(arms)
     tasks = list(dict.fromkeys(d["task"] for d in result["downstream"]))
     for t, task in enumerate(tasks):
         for j, arm in enumerate(arms):
@@ -328,42 +346,44 @@ def plot_ablation(result: dict, axes=None):
             if stat is None:
                 continue
             x = t - 0.4 + width * (j + 0.5)
-            ax_down.bar(x, stat["mean"], width * 0.9, color=ARM_COLORS.get(arm), alpha=0.6,
-                        label=f"{arm} (mean of {seeds([stat['seeds']])})" if t == 0 else None)
-            ax_down.plot([x, x], [stat["min"], stat["max"]], color="black", lw=1.5,
-                         label="worst to best seed" if t == 0 and j == 0 else None)
-    ax_down.axhline(0.5, color="grey", ls="--", lw=1, label="chance (50%)")
-    ax_down.set_xticks(range(len(tasks)), tasks, fontsize=8)
-    ax_down.set(ylim=(0, 1), ylabel="test accuracy (%)",
-                title=f"downstream: fine-tuned on {result['downstream_labels']} labels")
-    percent(ax_down)
-    if ax_down.get_legend_handles_labels()[0]:
-        legend_outside(ax_down)
+            ax.bar(x, stat["mean"], width * 0.9, color=ARM_COLORS.get(arm), alpha=0.6,
+                   label=f"{arm} (mean of {_seeds_label([stat['seeds']])})" if t == 0 else None)
+            ax.plot([x, x], [stat["min"], stat["max"]], color="black", lw=1.5,
+                    label="worst to best seed" if t == 0 and j == 0 else None)
+    ax.axhline(0.5, color="grey", ls="--", lw=1, label="chance (50%)")
+    ax.set_xticks(range(len(tasks)), tasks, fontsize=8)
+    ax.set(ylim=(0, 1), ylabel="test accuracy (%)",
+           title=f"downstream: fine-tuned on {result['downstream_labels']} labels")
+    _percent_axis(ax)
+    if ax.get_legend_handles_labels()[0]:
+        _legend_outside(ax, arms)
 
-    for ax, task in ((ax_sop, "sop"), (ax_nsp, "nsp")):
-        by_arm: dict[str, dict[int, list[dict]]] = {}           # arm -> step -> one point per seed
-        for curve in result["curves"].values():
-            for p in curve:
-                if task in p:                                   # an arm's curve holds its own task
-                    by_arm.setdefault(p["arm"], {}).setdefault(p["step"], []).append(p)
-        for arm in [a for a in arms if a in by_arm] + [a for a in by_arm if a not in arms]:
-            steps = sorted(by_arm[arm])
-            values = [[p[task]["accuracy"] for p in by_arm[arm][s]] for s in steps]
-            line, = ax.plot(steps, [sum(v) / len(v) for v in values], "o-", ms=3, color=ARM_COLORS.get(arm),
-                            label=f"{arm} arm ({seeds([len(v) for v in values])})")
-            ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values], color=line.get_color(),
-                            alpha=0.2, lw=0)
-        first = next((p[task] for curve in result["curves"].values() for p in curve if task in p), None)
-        if first:
-            ax.axhline(first["chance"], color="grey", ls="--", lw=1, label=f"chance ({first['chance']:.1%})")
-            n = f" ({first['n']:,} held-out pairs per evaluation)"
-        else:
-            n = ""
-        ax.axhline(0.6, color="grey", ls="-.", lw=0.8, label="60%")
-        ax.set(xlabel="pretraining step", ylabel=f"held-out {task.upper()} accuracy (%)",
-               title=f"{task.upper()} of the arms trained on it, their own head{n}\n"
-                     "(line: mean over seeds; band: worst to best seed)")
-        percent(ax)
-        ax.grid(alpha=0.3)
-        legend_outside(ax)
-    return axes
+
+def _plot_own_head_curves(ax, result: dict, task: str) -> None:
+    """Panels 3 and 4: the task's held-out accuracy over pretraining of each arm trained on it."""
+    arms = result["arms"]
+    by_arm: dict[str, dict[int, list[dict]]] = {}           # arm -> step -> one point per seed
+    for curve in result["curves"].values():
+        for p in curve:
+            if task in p:                                   # an arm's curve holds its own task
+                by_arm.setdefault(p["arm"], {}).setdefault(p["step"], []).append(p)
+    for arm in [a for a in arms if a in by_arm] + [a for a in by_arm if a not in arms]:
+        steps = sorted(by_arm[arm])
+        values = [[p[task]["accuracy"] for p in by_arm[arm][s]] for s in steps]
+        line, = ax.plot(steps, [sum(v) / len(v) for v in values], "o-", ms=3, color=ARM_COLORS.get(arm),
+                        label=f"{arm} arm ({_seeds_label([len(v) for v in values])})")
+        ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values], color=line.get_color(),
+                        alpha=0.2, lw=0)
+    first = next((p[task] for curve in result["curves"].values() for p in curve if task in p), None)
+    if first:
+        ax.axhline(first["chance"], color="grey", ls="--", lw=1, label=f"chance ({first['chance']:.1%})")
+        n = f" ({first['n']:,} held-out pairs per evaluation)"
+    else:
+        n = ""
+    ax.axhline(0.6, color="grey", ls="-.", lw=0.8, label="60%")
+    ax.set(xlabel="pretraining step", ylabel=f"held-out {task.upper()} accuracy (%)",
+           title=f"{task.upper()} of the arms trained on it, their own head{n}\n"
+                 "(line: mean over seeds; band: worst to best seed)")
+    _percent_axis(ax)
+    ax.grid(alpha=0.3)
+    _legend_outside(ax, arms)
