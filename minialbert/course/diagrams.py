@@ -12,6 +12,9 @@ picture is what the code does.
 
 Coordinates: each figure has one axes filling it, in inches (x to the right, y up), so sizes and
 font sizes (points, 72 to the inch) can be reasoned about together.
+
+The module is longer than the 450 lines the style allows because it is drawing code: mostly
+coordinates and labels, read one diagram at a time, that share one palette and one set of helpers.
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ import argparse
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 from matplotlib.textpath import TextPath
+
+from ..scale import SCALES, Scale
 
 ROOT = Path(__file__).resolve().parents[2]
 DIAGRAM_DIR = ROOT / "assets" / "diagrams"
@@ -114,7 +120,14 @@ def draw_model() -> Figure:
                       "L = layers    (ALBERT-base: V = 30,000, E = 128, H = 768, L = 12)")
     cx, bw = 5.9, 5.6                                   # the trunk's centre and box width
     left = cx - bw / 2
+    _draw_embedding(ax, cx, left, bw)
+    top = _draw_shared_layer(ax, cx, left, bw)
+    _draw_heads(ax, cx, left, top)
+    return fig
 
+
+def _draw_embedding(ax, cx: float, left: float, bw: float) -> None:
+    """draw_model's bottom: the token ids and the factorized embedding, up to the (B, N, H) input."""
     # input
     _box(ax, left, 0.35, bw, 0.6, "token ids   [CLS] the cat sat . [SEP] it purred . [SEP]", face=LIGHT)
     _arrow(ax, (cx, 0.95), (cx, 1.55))
@@ -134,6 +147,9 @@ def draw_model() -> Figure:
     _arrow(ax, (cx, 3.8), (cx, 5.05))
     _shape(ax, cx + 0.15, 4.75, "(B, N, H)")
 
+
+def _draw_shared_layer(ax, cx: float, left: float, bw: float) -> float:
+    """draw_model's middle: the one layer and its L-fold loop; returns the y of its top."""
     # one shared layer, applied L times
     ly, lh = 5.05, 3.55
     _box(ax, left - 0.35, ly, bw + 0.7, lh, face=LAYER, edge="#e69138", lw=1.6, round_=0.12)
@@ -157,8 +173,11 @@ def draw_model() -> Figure:
             color="#b45f06")
     ax.text(rx + 0.95, ly + lh / 2 - 0.35, "the same\nweights\nagain", ha="center", va="center",
             fontsize=SMALL, color="#b45f06")
-    top = ly + lh
+    return ly + lh
 
+
+def _draw_heads(ax, cx: float, left: float, top: float) -> None:
+    """draw_model's top: the hidden states split to the MLM and SOP heads, their losses, and the tie."""
     # hidden states split to the two heads
     split_y = top + 0.55
     ax.plot([cx, cx], [top, split_y], color=INK, lw=1.3)
@@ -207,7 +226,6 @@ def draw_model() -> Figure:
     ax.plot([mlm_x, tie_x, tie_x, left], [h0 + 1.5, h0 + 1.5, 2.02, 2.02], color="#3d85c6", lw=1.8, ls="--")
     ax.text(tie_x - 0.08, (h0 + 1.5 + 2.02) / 2, "tied: one V × E tensor, used twice", rotation=90,
             ha="right", va="center", fontsize=SMALL, color="#3d85c6")
-    return fig
 
 
 # ------------------------------------------------------------------------------------------ sharing
@@ -283,14 +301,14 @@ MASKING_TEXT = ("Increasing model size when pretraining natural language represe
 MASKING_SEED = 30           # a seed whose draw shows spans of 1, 2 and 3 words and all three replacements
 
 
-def masking_example(seed: int = MASKING_SEED):
-    """(pieces, shown, masked) for MASKING_TEXT: the course tokenizer's pieces, the pieces the model sees,
-    and `ngram_mask`'s result for `seed`."""
+def masking_example(seed: int = MASKING_SEED, scale: Scale = SCALES["course"]):
+    """(pieces, shown, masked) for MASKING_TEXT: the pieces of `scale`'s course tokenizer (the shipped one
+    of the course scale unless told otherwise, whatever scale a lesson runs at: the picture stays one),
+    the pieces the model sees, and `ngram_mask`'s result for `seed`."""
     from ..corpus.course_data import course_tokenizer
     from ..masking import MaskingVocab, ngram_mask
-    from ..scale import current_scale
 
-    tokenizer = course_tokenizer(current_scale("course"))       # the shipped tokenizer, checked
+    tokenizer = course_tokenizer(scale)                         # the shipped tokenizer, checked
     ids, _ = tokenizer.encode_pair(*MASKING_TEXT)
     masked = ngram_mask(ids, MaskingVocab.from_tokenizer(tokenizer), random.Random(seed))
     pieces = [tokenizer.id_to_piece(i) for i in ids]
@@ -302,11 +320,10 @@ def replacement(original: str, shown: str) -> str:
     return "mask" if shown == "[MASK]" else "kept" if shown == original else "random"
 
 
-def draw_ngram_masking(seed: int = MASKING_SEED) -> Figure:
-    """Whole-word n-gram masking of one sentence pair, as the package's ngram_mask does it with `seed`."""
-    from ..masking import MASK_RATE, ngram_probabilities
-
-    pieces, shown, masked = masking_example(seed)
+def draw_ngram_masking(seed: int = MASKING_SEED, scale: Scale = SCALES["course"]) -> Figure:
+    """Whole-word n-gram masking of one sentence pair, as the package's ngram_mask does it with `seed`
+    (pieces of `scale`'s tokenizer: masking_example)."""
+    pieces, shown, masked = masking_example(seed, scale)
     words = [p.replace("\u2581", "") if p.startswith("\u2581") else p for p in pieces]
     starts = [p.startswith("\u2581") or p.startswith("[") for p in pieces]
     span_of = {pos: k for k, span in enumerate(masked.spans) for pos in span.positions}
@@ -315,19 +332,7 @@ def draw_ngram_masking(seed: int = MASKING_SEED) -> Figure:
               for i in range(len(pieces))]
 
     W, margin = 13.0, 1.45
-    word_w = list(widths)                             # from a word's first piece: the whole word's width
-    for i in range(len(pieces) - 2, -1, -1):
-        if not starts[i + 1]:
-            word_w[i] = widths[i] + 0.02 + word_w[i + 1]
-    lines, line, x = [], [], 0.0                      # wrap at word starts so a word is never split
-    for i, w in enumerate(widths):
-        gap = 0.13 if starts[i] and line else 0.02 if line else 0.0
-        if starts[i] and x + gap + word_w[i] > W - margin - 0.3:
-            lines.append(line)
-            line, x, gap = [], 0.0, 0.0
-        line.append((i, x + gap))
-        x += gap + w
-    lines.append(line)
+    lines = _wrap_at_words(widths, starts, W - margin - 0.3)
 
     group_h = 1.75
     H = 1.3 + len(lines) * group_h + 2.85
@@ -370,7 +375,33 @@ def draw_ngram_masking(seed: int = MASKING_SEED) -> Figure:
             ax.text((x_a + x_b) / 2, yb + 0.27, f"span {k + 1}: n = {span.words}", ha="center", va="center",
                     fontsize=SMALL, color=colour, weight="bold")
 
-    # the three rules, with what this draw did
+    _draw_masking_rules(ax, pieces, shown, masked)
+    return fig
+
+
+def _wrap_at_words(widths: list[float], starts: list[bool], width: float) -> list[list[tuple[int, float]]]:
+    """Pieces of the given widths in lines no wider than `width`, broken only where a word starts (so a
+    word is never split): each line a list of (piece index, x from the line's left)."""
+    word_w = list(widths)                             # from a word's first piece: the whole word's width
+    for i in range(len(widths) - 2, -1, -1):
+        if not starts[i + 1]:
+            word_w[i] = widths[i] + 0.02 + word_w[i + 1]
+    lines, line, x = [], [], 0.0
+    for i, w in enumerate(widths):
+        gap = 0.13 if starts[i] and line else 0.02 if line else 0.0
+        if starts[i] and x + gap + word_w[i] > width:
+            lines.append(line)
+            line, x, gap = [], 0.0, 0.0
+        line.append((i, x + gap))
+        x += gap + w
+    lines.append(line)
+    return lines
+
+
+def _draw_masking_rules(ax, pieces: list[str], shown: list[str], masked) -> None:
+    """draw_ngram_masking's foot: the budget, the span lengths and the replacements, with this draw's."""
+    from ..masking import MASK_RATE, ngram_probabilities
+
     n_real = sum(1 for p in pieces if p not in ("[CLS]", "[SEP]"))
     budget = max(1, round(n_real * MASK_RATE))
     chosen = [p for span in masked.spans for p in span.positions]
@@ -413,7 +444,6 @@ def draw_ngram_masking(seed: int = MASKING_SEED) -> Figure:
                 fontsize=SMALL)
     ax.text(x3 + 2.1, 0.6, "label: the original\npiece, at every\npicked position", ha="left", va="center",
             fontsize=SMALL, color=GREY)
-    return fig
 
 
 # ---------------------------------------------------------------------------------------- NSP vs SOP
@@ -488,16 +518,36 @@ def draw_flash_tiles(n: int = 128, length: int = 80, block_m: int = 64, block_n:
                       f"one sequence and head: N = {n} positions, {length} real tokens then padding; "
                       f"BLOCK_M = {block_m}, BLOCK_N = {block_n}\n(one of the forward's autotuned tiles on a "
                       "GPU; the CPU interpreter and float32 use 32 × 32)")
-    s = 4.3 / n                                         # inches per position
-    gx, gy = 2.0, 1.5                                   # the score grid's lower-left corner
-    top = gy + n * s
+    grid = _TileGrid(n, 4.3 / n, 2.0, 1.5)              # 4.3 inches of positions, lower-left at (2.0, 1.5)
+    band_top = _draw_kv_and_q_tiles(ax, grid, length, block_m, block_n)
+    _draw_score_tiles(ax, grid, length, block_m, block_n, band_top)
+    _draw_program_loop(ax, H)
+    return fig
 
-    def col_x(j):
-        return gx + j * s
 
-    def row_y(i):                                       # query position i, counted from the top
-        return top - i * s
+class _TileGrid(NamedTuple):
+    """draw_flash_tiles' score grid: n positions a side, `step` inches each, lower-left corner (gx, gy);
+    queries run down from the top, keys to the right."""
 
+    n: int
+    step: float
+    gx: float
+    gy: float
+
+    @property
+    def top(self) -> float:
+        return self.gy + self.n * self.step
+
+    def col_x(self, j: float) -> float:
+        return self.gx + j * self.step
+
+    def row_y(self, i: float) -> float:                  # query position i, counted from the top
+        return self.top - i * self.step
+
+
+def _draw_kv_and_q_tiles(ax, grid: _TileGrid, length: int, block_m: int, block_n: int) -> float:
+    """The K/V tiles above the grid and the Q tiles left of it; returns the y of the K/V band's top."""
+    n, col_x, row_y, top = grid.n, grid.col_x, grid.row_y, grid.top
     pad_x = col_x(length)
     # K and V above the grid, in BLOCK_N tiles; those past the length are never loaded
     band_y, band = top + 0.25, 0.5
@@ -514,7 +564,7 @@ def draw_flash_tiles(n: int = 128, length: int = 80, block_m: int = 64, block_n:
             "past the query tile", ha="center", va="center", fontsize=SMALL)
 
     # Q left of the grid, in BLOCK_M tiles; rows past the length are padding
-    qx, qw = gx - 0.85, 0.5
+    qx, qw = grid.gx - 0.85, 0.5
     for t in range(n // block_m):
         y0, y1 = row_y((t + 1) * block_m), row_y(t * block_m)
         ax.add_patch(Rectangle((qx, y0), qw, y1 - y0, facecolor=ATTENTION, edgecolor=INK, lw=1.0))
@@ -526,7 +576,13 @@ def draw_flash_tiles(n: int = 128, length: int = 80, block_m: int = 64, block_n:
             fontsize=SMALL - 1, color=GREY)
     ax.text(qx - 0.1, (row_y(0) + row_y(block_m)) / 2, f"queries:\nBLOCK_M = {block_m}\nper tile",
             ha="right", va="center", fontsize=SMALL - 1, color=GREY)
+    return band_y + band
 
+
+def _draw_score_tiles(ax, grid: _TileGrid, length: int, block_m: int, block_n: int, band_top: float) -> None:
+    """The score grid: which tile pairs each program computes, in which order; the padding; a legend."""
+    n, col_x, row_y, gx, gy = grid.n, grid.col_x, grid.row_y, grid.gx, grid.gy
+    pad_x = col_x(length)
     # the score grid: which tile pairs a program computes
     for tm in range(n // block_m):
         y0, y1 = row_y((tm + 1) * block_m), row_y(tm * block_m)
@@ -549,7 +605,7 @@ def draw_flash_tiles(n: int = 128, length: int = 80, block_m: int = 64, block_n:
                 weight="bold")
         ax.text(col_x(n) + 0.12, yc - 0.16, f"start_m = {tm}", ha="left", va="center", fontsize=SMALL - 1,
                 family=MONO, color=GREY)
-    ax.plot([pad_x, pad_x], [gy, band_y + band], color="#cc0000", lw=1.5, ls="--")
+    ax.plot([pad_x, pad_x], [gy, band_top], color="#cc0000", lw=1.5, ls="--")
     ax.text(pad_x, gy - 0.14, f"key {length}: the first padding", ha="center", va="top", fontsize=SMALL - 0.5,
             color="#cc0000")
     ax.text(col_x(n / 2), gy - 0.5, "the scores S = Q Kᵀ, never stored whole: the numbers give the order in "
@@ -566,7 +622,9 @@ def draw_flash_tiles(n: int = 128, length: int = 80, block_m: int = 64, block_n:
         ax.text(lx + 0.38, ly + 0.11, label, ha="left", va="center", fontsize=SMALL - 1)
         lx += 0.38 + _text_width(label, SMALL - 1) + 0.35
 
-    # the program's loop: the online softmax, as _fwd_kv_loop writes it
+
+def _draw_program_loop(ax, H: float) -> None:
+    """Right of the grid: one program's loop, the online softmax as _fwd_kv_loop writes it."""
     px, pw = 8.05, 5.0
     yy = H - 1.3
     ax.text(px, yy, "one program: one Q tile, on chip the whole time", ha="left", va="center",
@@ -606,7 +664,6 @@ def draw_flash_tiles(n: int = 128, length: int = 80, block_m: int = 64, block_n:
             fontsize=SMALL + 0.5, family=MONO)
     ax.text(px + pw / 2, y - 0.44, "lse = m_i + log₂(l_i), kept for the backward", ha="center", va="center",
             fontsize=SMALL - 0.5, family=MONO)
-    return fig
 
 
 # --------------------------------------------------------------------------------------- the registry
