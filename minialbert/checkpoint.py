@@ -237,6 +237,36 @@ def find_checkpoint(path: str | Path) -> Path | None:
     return step_dir
 
 
+def checkpoint_to_resume(out_dir: Path | None, resume: bool, resume_from: str | Path | None) -> Path | None:
+    """The verified checkpoint a training run in out_dir starts from (None: from scratch): the one named by
+    resume_from, or out_dir's latest when resuming; errors say what to do instead."""
+    if resume_from is not None:
+        ckpt = find_checkpoint(resume_from)
+        if ckpt is None:
+            raise FileNotFoundError(f"resume_from {resume_from} is not a checkpoint (no model.safetensors)")
+        own = sorted(out_dir.glob("checkpoints/step-*")) if out_dir is not None else []
+        if own and ckpt.resolve().parent != (out_dir / "checkpoints").resolve():
+            raise FileExistsError(f"{out_dir} already holds a run (checkpoint {own[-1].name}) and {ckpt} "
+                                  f"belongs to another run; to branch from it, choose a new output directory")
+        verify_checkpoint(ckpt)
+        return ckpt
+    ckpt = find_checkpoint(out_dir) if out_dir is not None else None
+    if resume and ckpt is None:
+        raise FileNotFoundError(f"nothing to resume: {out_dir} holds no checkpoint (checkpoints/latest); "
+                                f"start without resume")
+    if not resume and ckpt is not None:
+        raise FileExistsError(f"{out_dir} already holds a run (checkpoint {ckpt.name}); resume it or choose "
+                              f"another output directory")
+    if resume:
+        try:
+            verify_checkpoint(ckpt)
+        except (ValueError, FileNotFoundError) as e:
+            earlier = earlier_checkpoints(ckpt)
+            hint = f"; to go back to {earlier[0].name}, resume from {earlier[0]}" if earlier else ""
+            raise type(e)(f"{e}{hint}") from None
+    return ckpt
+
+
 def read_config(ckpt: Path, expected: AlbertConfig | None = None) -> tuple[AlbertConfig, dict]:
     """(model config, head record) of a checkpoint; with `expected`, a different config is an error."""
     fields = read_json(ckpt / "config.json")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -37,8 +36,7 @@ from tqdm.auto import tqdm
 
 from .checkpoint import (
     NonFiniteError,
-    earlier_checkpoints,
-    find_checkpoint,
+    checkpoint_to_resume,
     load_optimizer_state,
     load_weights,
     read_config,
@@ -47,7 +45,6 @@ from .checkpoint import (
     run_lock,
     save_checkpoint,
     start_run_files,
-    verify_checkpoint,
 )
 from .config import OBJECTIVES, AlbertConfig
 from .device import Precision, choose_device, choose_precision
@@ -177,18 +174,31 @@ def default_collate():
 
 # ---------------------------------------------------------------------------- distributed
 def distributed_context(device: str | None = None) -> tuple[int, int, torch.device]:
-    """(rank, world_size, device); starts the process group when launched by torchrun. `device` as for
-    device.choose_device (None: CUDA, MPS or CPU); each process takes the GPU of its LOCAL_RANK."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    """(rank, world_size, device). Launched by torchrun, it starts the process group (unless the caller
+    has); each process takes the GPU of its node-local rank. Rank and world size are asked of
+    torch.distributed, which has them from torchrun. `device` as for device.choose_device (None: CUDA,
+    MPS or CPU)."""
     device = choose_device(device)
     if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", local_rank)
-    if world > 1 and not dist.is_initialized():
+        device = torch.device("cuda", dist.get_node_local_rank(fallback_rank=0))
+    if dist.is_torchelastic_launched() and not dist.is_initialized():
         if device.type == "cuda":
             torch.cuda.set_device(device)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return (dist.get_rank() if world > 1 else 0), world, device
+    if not dist.is_initialized():
+        return 0, 1, device
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def training_net(model: AlbertForPretraining, world: int, device: torch.device, compile: bool) -> nn.Module:
+    """What the step calls: the model, wrapped in DistributedDataParallel over several processes and
+    compiled when asked."""
+    net = model
+    if world > 1:
+        net = nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None,
+            find_unused_parameters=model.sentence_head is None)   # MLM alone leaves the pooler unused
+    return compiled(net) if compile else net
 
 
 # ---------------------------------------------------------------------------- the loop
@@ -214,52 +224,24 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
     if out_dir is not None and not str(out_dir).strip():
         raise ValueError("out_dir is empty; name a run directory (or pass None to keep nothing)")
     out_dir = Path(out_dir) if out_dir is not None else None
-    if out_dir is None or int(os.environ.get("RANK", "0")) != 0:     # only rank 0 writes the directory
-        return _pretrain(cfg, args, train_data, valid_data, out_dir, resume, callbacks, collate_fn, progress,
-                         resume_from, device, compile)
-    with run_lock(out_dir):
-        return _pretrain(cfg, args, train_data, valid_data, out_dir, resume, callbacks, collate_fn, progress,
-                         resume_from, device, compile)
+    rank, world, device = distributed_context(device)
+    writes_run = out_dir is not None and rank == 0          # only rank 0 writes the directory
+    with run_lock(out_dir) if writes_run else contextlib.nullcontext():
+        return _pretrain(cfg, args, train_data, valid_data, out_dir=out_dir, resume=resume,
+                         resume_from=resume_from, callbacks=callbacks, collate_fn=collate_fn,
+                         progress=progress, compile=compile, rank=rank, world=world, device=device)
 
 
-def _checkpoint_to_resume(out_dir: Path | None, resume: bool, resume_from: str | Path | None) -> Path | None:
-    """The verified checkpoint a run starts from (None: from scratch); errors say what to do instead."""
-    if resume_from is not None:
-        ckpt = find_checkpoint(resume_from)
-        if ckpt is None:
-            raise FileNotFoundError(f"resume_from {resume_from} is not a checkpoint (no model.safetensors)")
-        own = sorted(out_dir.glob("checkpoints/step-*")) if out_dir is not None else []
-        if own and ckpt.resolve().parent != (out_dir / "checkpoints").resolve():
-            raise FileExistsError(f"{out_dir} already holds a run (checkpoint {own[-1].name}) and {ckpt} "
-                                  f"belongs to another run; to branch from it, choose a new output directory")
-        verify_checkpoint(ckpt)
-        return ckpt
-    ckpt = find_checkpoint(out_dir) if out_dir is not None else None
-    if resume and ckpt is None:
-        raise FileNotFoundError(f"nothing to resume: {out_dir} holds no checkpoint (checkpoints/latest); "
-                                f"start without resume")
-    if not resume and ckpt is not None:
-        raise FileExistsError(f"{out_dir} already holds a run (checkpoint {ckpt.name}); resume it or choose "
-                              f"another output directory")
-    if resume:
-        try:
-            verify_checkpoint(ckpt)
-        except (ValueError, FileNotFoundError) as e:
-            earlier = earlier_checkpoints(ckpt)
-            hint = f"; to go back to {earlier[0].name}, resume from {earlier[0]}" if earlier else ""
-            raise type(e)(f"{e}{hint}") from None
-    return ckpt
-
-
-def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_dir: Path | None, resume: bool,
-              callbacks: Iterable[Callable[[dict], None]], collate_fn: Callable | None, progress: bool,
-              resume_from: str | Path | None, device: str | None, compile: bool) -> PretrainResult:
+def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, *, out_dir: Path | None,
+              resume: bool, resume_from: str | Path | None, callbacks: Iterable[Callable[[dict], None]],
+              collate_fn: Callable | None, progress: bool, compile: bool, rank: int, world: int,
+              device: torch.device) -> PretrainResult:
+    """pretrain's run, in this process (rank of world) on `device`, under the run's lock on rank 0."""
     t0 = time.perf_counter()
     collate_fn = collate_fn or default_collate()
-    rank, world, device = distributed_context(device)
     precision = choose_precision(device)
     main_process = rank == 0
-    ckpt = _checkpoint_to_resume(out_dir, resume, resume_from)
+    ckpt = checkpoint_to_resume(out_dir, resume, resume_from)
     check_token_ids(train_data, cfg.vocab_size)      # once, here: the steps do not read ids back
 
     torch.manual_seed(args.seed)
@@ -268,22 +250,10 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, out_di
     scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
     step, history = 0, []
     if ckpt is not None:
-        step, history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler, device)
-        if step >= args.steps and out_dir is not None and (
-                ckpt.resolve().parent != (out_dir / "checkpoints").resolve()):
-            # nothing to train, so nothing would be written: out_dir would not exist (the steps are part
-            # of the arguments a resumed run must match, so the run cannot go on either)
-            raise ValueError(f"{ckpt} is already at step {step} of {args.steps}: the run it belongs to is "
-                             f"finished, so there is nothing to train into {out_dir}; use {ckpt} itself "
-                             f"(or copy its run), or start a new run there without --resume-from")
+        step, history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler, device,
+                                 out_dir)
     log_file = None                              # opened by the first record: nothing is written before
-
-    ddp = None
-    if world > 1:
-        ddp = nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None,
-            find_unused_parameters=model.sentence_head is None)   # MLM alone leaves the pooler unused
-    net = compiled(ddp or model) if compile else (ddp or model)
+    net = training_net(model, world, device, compile)
     scaler = precision.grad_scaler()             # float16 only; a pass-through otherwise
     sampler = StepBatches.for_run(len(train_data), args, step, rank, world)
     # Own generators: a DataLoader otherwise draws its base seed from the global RNG, which would
@@ -403,13 +373,7 @@ def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], o
                 sums[1] += out.sentence_loss_sum.detach()
             # DDP averages gradients over processes; scale up so the result is the global-batch gradient
             scaler.scale(loss * world).backward()
-    scaler.unscale_(optimizer)                                         # clip the true gradients
-    grad_norm = nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)
-    lr = optimizer.param_groups[0]["lr"]
-    scaler.step(optimizer)
-    scaler.update()
-    scheduler.step()
-    optimizer.zero_grad(set_to_none=True)
+    grad_norm, lr = optimizer_step(model, optimizer, scheduler, scaler, args.clip_norm)
     if world > 1:
         dist.all_reduce(sums)
     # The one host read of the step: everything it logs, in one transfer.
@@ -420,9 +384,25 @@ def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], o
     return record
 
 
+def optimizer_step(model: nn.Module, optimizer, scheduler, scaler: torch.amp.GradScaler,
+                   clip_norm: float) -> tuple[torch.Tensor, float]:
+    """After the backward passes: clip the global gradient norm (of the unscaled gradients), step the
+    optimizer and its schedule, clear the gradients. Fine-tuning steps the same way.
+    -> (the gradient norm before clipping, on the device; the learning rate this step used)."""
+    scaler.unscale_(optimizer)                                         # clip the true gradients
+    grad_norm = nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    lr = optimizer.param_groups[0]["lr"]
+    scaler.step(optimizer)
+    scaler.update()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return grad_norm, lr
+
+
 def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, model, optimizer, scheduler,
-             device: torch.device) -> tuple[int, list[dict]]:
-    """Load a verified checkpoint into the model, optimizer and scheduler, restore RNG; -> (step, history)."""
+             device: torch.device, out_dir: Path | None) -> tuple[int, list[dict]]:
+    """Load a verified checkpoint into the model, optimizer and scheduler, restore RNG; -> (step, history).
+    A finished run's checkpoint cannot start a run in another out_dir: there is nothing left to train."""
     read_config(ckpt, cfg)
     state = read_json(ckpt / "trainer_state.json")
     saved_args = state.get("args", {})
@@ -447,4 +427,12 @@ def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, 
         raise ValueError(f"checkpoint file {ckpt / 'optimizer.pt'} does not hold a matching optimizer/"
                          f"scheduler/RNG state ({type(e).__name__}: {e})") from None
     model.to(device)
-    return int(state["step"]), list(state.get("metrics", []))
+    step = int(state["step"])
+    if step >= args.steps and out_dir is not None and (
+            ckpt.resolve().parent != (out_dir / "checkpoints").resolve()):
+        # nothing to train, so nothing would be written: out_dir would not exist (the steps are part
+        # of the arguments a resumed run must match, so the run cannot go on either)
+        raise ValueError(f"{ckpt} is already at step {step} of {args.steps}: the run it belongs to is "
+                         f"finished, so there is nothing to train into {out_dir}; use {ckpt} itself "
+                         f"(or copy its run), or start a new run there without --resume-from")
+    return step, list(state.get("metrics", []))

@@ -3,12 +3,14 @@ the pooled [CLS] output. The encoder comes from a pretraining checkpoint (transf
 scratch.
 
 The loop reuses the pretraining trainer's pieces (optim.make_optimizer, warmup_linear_decay, the
-data order, gradient clipping, atomic checkpoints, the run lock and metrics.jsonl) and adds what
-fine-tuning needs: evaluation on the dev split with the task's metric, and early stopping.
+data order, train.optimizer_step with its gradient clipping, atomic checkpoints, the run lock and
+metrics.jsonl) and adds what fine-tuning needs: evaluation on the dev split with the task's metric,
+and early stopping.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -17,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import nn
 from tqdm.auto import tqdm
 
 from ..checkpoint import (
@@ -36,7 +37,7 @@ from ..model import AlbertForPretraining, AlbertForSequenceClassification
 from ..optim import make_optimizer, warmup_linear_decay
 from ..scale import Scale
 from ..tokenizer import PAD_ID
-from ..train import StepBatches
+from ..train import StepBatches, optimizer_step
 from .tasks import Example, Task
 
 
@@ -160,16 +161,17 @@ def finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, args
         raise ValueError(f"the model has {model.num_labels} outputs but task {task.name} has "
                          f"{task.num_labels} labels")
     out_dir = Path(out_dir) if out_dir is not None else None
-    if out_dir is None:
-        return _finetune(model, task, tokenizer, args, train_examples, None, progress, callbacks, device)
-    if find_checkpoint(out_dir) is not None:
+    if out_dir is not None and find_checkpoint(out_dir) is not None:
         raise FileExistsError(f"{out_dir} already holds a run; choose another output directory")
-    with run_lock(out_dir):
-        return _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, callbacks, device)
+    with run_lock(out_dir) if out_dir is not None else contextlib.nullcontext():
+        return _finetune(model, task, tokenizer, args, train_examples=train_examples, out_dir=out_dir,
+                         progress=progress, callbacks=callbacks, device=device)
 
 
-def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, callbacks,
-              device) -> FinetuneResult:
+def _finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, args: FinetuneArgs, *,
+              train_examples: Sequence[Example] | None, out_dir: Path | None, progress: bool,
+              callbacks: Iterable[Callable[[dict], None]], device: str | None) -> FinetuneResult:
+    """finetune's run, under the run's lock when it has a directory."""
     t0 = time.perf_counter()
     device = choose_device(device)
     precision = choose_precision(device)
@@ -208,13 +210,7 @@ def _finetune(model, task, tokenizer, args, train_examples, out_dir, progress, c
             if not torch.isfinite(loss):
                 raise NonFiniteError(f"step {step}: the loss is {loss.item()}; lower the learning rate")
             scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)
-            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)
-            lr = optimizer.param_groups[0]["lr"]
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            grad_norm, lr = optimizer_step(model, optimizer, scheduler, scaler, args.clip_norm)
             emit({"step": step, "split": "train", "loss": loss.item(), "lr": lr,
                   "grad_norm": float(grad_norm)})
             bar.update(1)
