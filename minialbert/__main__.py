@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -33,23 +32,24 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
     cfg = AlbertConfig.preset(args.preset) if args.preset else scale.model_config("albert")
     if args.overrides:
         cfg = cfg.replace(**dict(args.overrides))
-    given = dict(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup,
-                 eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, optimizer=args.optimizer,
-                 eval_examples=args.eval_examples)
-    train_args = TrainArgs.from_scale(
-        scale, objective=args.objective, grad_accum=args.grad_accum, weight_decay=args.weight_decay,
-        seed=args.seed, keep_last=args.keep_last,
-        **{k: v for k, v in given.items() if v is not None})
-    train = course_pretraining_data(args.objective, "train", scale)
-    valid = course_pretraining_data(args.objective, "valid", scale)
+    # An option left out is None: TrainArgs.from_scale gives the scale's value or TrainArgs' default.
+    given = dict(objective=args.objective, steps=args.steps, batch_size=args.batch_size,
+                 grad_accum=args.grad_accum, lr=args.lr, warmup=args.warmup, weight_decay=args.weight_decay,
+                 optimizer=args.optimizer, seed=args.seed, eval_every=args.eval_every,
+                 eval_examples=args.eval_examples, checkpoint_every=args.checkpoint_every,
+                 keep_last=args.keep_last)
+    train_args = TrainArgs.from_scale(scale, **{k: v for k, v in given.items() if v is not None})
+    train = course_pretraining_data(train_args.objective, "train", scale)
+    valid = course_pretraining_data(train_args.objective, "valid", scale)
     try:
         result = pretrain(cfg, train_args, train, valid, out_dir=args.out, resume=args.resume,
                           progress=not args.quiet, resume_from=args.resume_from, device=args.device,
                           compile=args.compile)
+        main_process = not dist.is_initialized() or dist.get_rank() == 0    # torchrun: rank 0 prints
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
-    if int(os.environ.get("RANK", "0")) == 0:
+    if main_process:
         last = {r["split"]: r for r in result.history}           # the final train and valid records
         final = {f"{split}_{k}": v for split, r in last.items() for k, v in r.items()
                  if k not in ("step", "split")}

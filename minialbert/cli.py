@@ -1,7 +1,8 @@
 """The command line's parser: every subcommand, its options and their help (python -m minialbert -h).
 
 Every subcommand takes --scale, --debug and --quiet from one parent parser; choices come from the
-package's registries (objectives, scales). The commands themselves are in __main__.py.
+package's registries (objectives, optimizers, scales), and pretrain's defaults from TrainArgs. The
+commands themselves are in __main__.py.
 """
 
 from __future__ import annotations
@@ -9,10 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .config import OBJECTIVES
+from .optim import OPTIMIZERS
 from .scale import SCALES
+from .train import TrainArgs
+
+TRAIN_DEFAULTS = TrainArgs()        # the training arguments' own defaults, for the help texts
 
 
 class Parser(argparse.ArgumentParser):
@@ -76,15 +82,9 @@ def device_options(p: Parser, compile: bool) -> None:
                             "takes minutes before the first step)")
 
 
-def build_parser() -> Parser:
-    p = Parser(prog="minialbert", description="ALBERT from scratch: pretrain, evaluate, make the figures.")
-    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
-    common = common_options()
-    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-
-    def command(name: str, **kwargs) -> Parser:
-        return sub.add_parser(name, parents=[common], **kwargs)
-
+def add_pretrain(command: Callable[..., Parser]) -> None:
+    """`pretrain`: the run directory, resuming, the model, and the training arguments. An option left out
+    is None: TrainArgs (or TrainArgs.from_scale) supplies it, and the help reads its default there."""
     pre = command("pretrain", help="pretrain a model on the course corpus",
                          description="Pretrain ALBERT (or its BERT twin) with MLM, MLM+NSP or MLM+SOP. "
                                      "Options left out take the scale's values. Launch with torchrun "
@@ -100,19 +100,20 @@ def build_parser() -> Parser:
                                       "(default: the scale's ALBERT preset)")
     pre.add_argument("--set", dest="overrides", action="append", default=[], type=parse_override,
                      metavar="KEY=VALUE", help="change a config field, e.g. --set num_layers=2 (repeatable)")
-    pre.add_argument("--objective", choices=list(OBJECTIVES), default="sop",
+    pre.add_argument("--objective", choices=list(OBJECTIVES),
                      help="mlm alone, mlm + next-sentence prediction, or mlm + sentence-order prediction "
-                          "(default: sop)")
+                          f"(default: {TRAIN_DEFAULTS.objective})")
     pre.add_argument("--steps", type=int, help="optimizer steps (default: the scale's)")
     pre.add_argument("--batch-size", type=int,
                      help="global batch size over all processes (default: the scale's)")
-    pre.add_argument("--grad-accum", type=int, default=1,
-                     help="micro-batches per process per step (default: 1)")
+    pre.add_argument("--grad-accum", type=int,
+                     help=f"micro-batches per process per step (default: {TRAIN_DEFAULTS.grad_accum})")
     pre.add_argument("--lr", type=float, help="peak learning rate (default: the scale's)")
     pre.add_argument("--warmup", type=int, help="linear warmup steps (default: the scale's)")
-    pre.add_argument("--weight-decay", type=float, default=0.01, help="weight decay (default: 0.01)")
-    pre.add_argument("--optimizer", choices=["lamb", "adamw"], help="default: the scale's")
-    pre.add_argument("--seed", type=int, default=0, help="seed for initialisation, data order, dropout")
+    pre.add_argument("--weight-decay", type=float,
+                     help=f"weight decay (default: {TRAIN_DEFAULTS.weight_decay})")
+    pre.add_argument("--optimizer", choices=list(OPTIMIZERS), help="default: the scale's")
+    pre.add_argument("--seed", type=int, help="seed for initialisation, data order, dropout")
     pre.add_argument("--eval-every", type=int,
                      help="steps between held-out evaluations (default: the scale's)")
     pre.add_argument("--eval-examples", type=int,
@@ -120,10 +121,14 @@ def build_parser() -> Parser:
                           "all of them but in a dry run)")
     pre.add_argument("--checkpoint-every", type=int,
                      help="steps between checkpoints (default: the scale's eval interval)")
-    pre.add_argument("--keep-last", type=int, default=2, help="checkpoints kept on disk (default: 2)")
+    pre.add_argument("--keep-last", type=int,
+                     help=f"checkpoints kept on disk (default: {TRAIN_DEFAULTS.keep_last})")
     pre.add_argument("--threads", type=positive_int, help="torch CPU threads (default: torch's choice)")
     device_options(pre, compile=True)
 
+
+def add_evaluate(command: Callable[..., Parser]) -> None:
+    """`evaluate`: a checkpoint's held-out MLM and sentence-task accuracy."""
     ev = command("evaluate", help="held-out MLM and sentence-task accuracy of a checkpoint",
                         description="Evaluate a checkpoint on the course corpus: MLM accuracy by what "
                                     "the input showed ([MASK], random, kept) beside the unigram, "
@@ -141,6 +146,9 @@ def build_parser() -> Parser:
                          "but in a dry run)")
     ev.add_argument("--json", action="store_true", help="only the JSON on stdout (no table, no progress bar)")
 
+
+def add_zoo(command: Callable[..., Parser]) -> None:
+    """`zoo`: build, list, rebuild or ship the course model zoo."""
     zoo = command("zoo", help="the course model zoo (shipped or built pretraining runs the lessons share)",
                          description="Build, one after another, every zoo entry that is neither shipped "
                                      "nor built at a scale (a killed build resumes where it stopped), then "
@@ -159,6 +167,9 @@ def build_parser() -> Parser:
                      help="print the summary as a markdown table (README's zoo section)")
     device_options(zoo, compile=True)
 
+
+def add_ablation(command: Callable[..., Parser]) -> None:
+    """`ablation`: the NSP vs SOP ablation on the zoo's arms."""
     abl = command("ablation", help="the NSP vs SOP ablation (the paper's Table 5) on the zoo's arms",
                          description="Cross-evaluate the zoo's MLM-only, NSP, SOP and length-balanced SOP "
                                      "arms (MLM, NSP and SOP accuracy with their own heads and with linear "
@@ -175,6 +186,9 @@ def build_parser() -> Parser:
     abl.add_argument("--out", type=directory, metavar="DIR",
                      help="where nsp_vs_sop.json and .png go (default: the scale's figure directory)")
 
+
+def add_figures(command: Callable[..., Parser]) -> None:
+    """`figures`: regenerate the course figures."""
     fig = command("figures", help="regenerate the course figures under assets/figures",
                   description="Regenerate the course figures (PNG + JSON) at a scale, each from what ships "
                               "with the repository (the code, the course corpus, the zoo: no zoo entry is "
@@ -189,6 +203,9 @@ def build_parser() -> Parser:
                      help="folder for NAME.png and NAME.json (default: assets/figures, or "
                           "assets/figures/<scale>)")
 
+
+def add_student_notebooks(command: Callable[..., Parser]) -> None:
+    """`student-notebooks`: the lessons with their solutions taken out."""
     stu = command("student-notebooks", help="write the student versions of the lessons",
                          description="Write every lesson with its solutions replaced by stubs and its "
                                      "self-check answers blanked (see minialbert/course/student.py).")
@@ -197,6 +214,9 @@ def build_parser() -> Parser:
     stu.add_argument("--out", type=Path, default=Path("notebooks/student"),
                      help="folder for the student versions (default: notebooks/student)")
 
+
+def add_finetune(command: Callable[..., Parser]) -> None:
+    """`finetune`: a classification head (and the encoder) on a downstream task."""
     fin = command("finetune", help="fine-tune a pretrained (or a fresh) encoder on a downstream task",
                          description="Fine-tune a classification head (and the encoder) on a task from "
                                      "`python -m minialbert tasks`, with N labelled training examples, early "
@@ -224,6 +244,9 @@ def build_parser() -> Parser:
     fin.add_argument("--freeze-encoder", action="store_true", help="train the head alone (a linear probe)")
     device_options(fin, compile=False)
 
+
+def add_tasks(command: Callable[..., Parser]) -> None:
+    """`tasks`: the downstream tasks, and fetching GLUE's."""
     tsk = command("tasks", help="list the downstream tasks: sizes, labels, where the data comes from",
                          description="List the fine-tuning tasks: the offline ones built from the course "
                                      "corpus and the GLUE tasks read from local files.")
@@ -232,10 +255,17 @@ def build_parser() -> Parser:
                                                          "e.g. sst2,rte; pinned URLs and sha256)")
     tsk.add_argument("--json", action="store_true", help="JSON instead of a table")
 
+
+def add_clean_notebooks(command: Callable[..., Parser]) -> None:
+    """`clean-notebooks`: notebooks cleaned in place."""
     cln = command("clean-notebooks", help="strip timestamps, widget state and progress bars",
                          description="Clean notebooks in place, keeping their outputs.")
     cln.add_argument("paths", nargs="*", type=Path,
                      help="notebooks to clean (default: every .ipynb under notebooks/)")
+
+
+def add_tokenizer(command: Callable[..., Parser]) -> None:
+    """`tokenizer`: the scale's course tokenizer, or a check of it."""
     tok = command("tokenizer", help="the scale's course tokenizer: where it comes from, or check it",
                   description="Print which course tokenizer the scale uses (shipped with the package, or "
                               "trained on its corpus and cached) and its sha256. --verify retrains the "
@@ -243,6 +273,10 @@ def build_parser() -> Parser:
     tok.add_argument("--verify", action="store_true",
                      help="retrain the shipped tokenizer (about a minute once the corpus is built) and "
                           "compare it byte for byte")
+
+
+def add_smoothness(command: Callable[..., Parser]) -> None:
+    """`smoothness`: the paper's layer-wise L2 / angle figure."""
     sm = command("smoothness", help="the paper's layer-wise L2 / angle figure for checkpoints",
                         description="For each model, the mean L2 distance and angle (degrees) between the "
                                     "input and output of every layer, averaged over the chosen tokens of "
@@ -272,17 +306,39 @@ def build_parser() -> Parser:
                     help="the paper's axis ranges (layers 1-24, L2 0-18, angle 0-45)")
     sm.add_argument("--out", type=directory,
                     help="folder for the figure (default: assets/figures, or assets/figures/<scale>)")
+
+
+def add_pack(command: Callable[..., Parser]) -> None:
+    """`pack`: the cache files of a scale's data in one file."""
     pk = command("pack", help="one file holding the cache files a scale's data is made from (for a machine "
                               "without network)",
                  description="Write the course corpus's cache file and the scale's trained tokenizer (built "
                              "first where missing), with their sha256, into one xz-compressed tar of at "
                              "most 48 MiB. Default scale: gpu (not $MINIALBERT_SCALE).")
     pk.add_argument("--out", required=True, type=Path, help="the pack file to write")
+
+
+def add_unpack(command: Callable[..., Parser]) -> None:
+    """`unpack`: a pack's files checked and put into the cache."""
     un = command("unpack", help="check a pack's sha256s and put its files into the cache",
                  description="Check every file of a pack made by `pack` against its sha256, then write them "
                              "into $MINIALBERT_CACHE (default: ~/.cache/minialbert). Default scale: gpu (not "
                              "$MINIALBERT_SCALE).")
     un.add_argument("pack", type=Path, help="the pack file")
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="minialbert", description="ALBERT from scratch: pretrain, evaluate, make the figures.")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    common = common_options()
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    def command(name: str, **kwargs) -> Parser:
+        """A subcommand that takes the common options."""
+        return sub.add_parser(name, parents=[common], **kwargs)
+
+    for add in (add_pretrain, add_evaluate, add_zoo, add_ablation, add_figures, add_student_notebooks,
+                add_finetune, add_tasks, add_clean_notebooks, add_tokenizer, add_smoothness, add_pack,
+                add_unpack):                             # in the order `minialbert --help` lists them
+        add(command)
     return p
-
-
