@@ -83,7 +83,7 @@ def cmd_evaluate(args: argparse.Namespace, scale: Scale) -> None:
 
 
 def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
-    from .experiments import zoo
+    from .experiments import zoo, zoo_ship
 
     rebuild = list(zoo.ENTRIES) if args.rebuild == ["all"] else args.rebuild or []
     for name in [*(args.only or ()), *rebuild]:
@@ -103,7 +103,7 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
                                "(the README's zoo section says what may differ between machines)")
         return
     if args.ship:
-        print(f"shipped into {zoo.ship(args.only, scale)}")
+        print(f"shipped into {zoo_ship.ship(args.only, scale)}")
         return
     if args.list:
         for r in zoo.status(scale, args.only):

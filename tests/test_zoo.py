@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minialbert.checkpoint import RunLockedError, find_checkpoint, read_metrics, run_lock
-from minialbert.experiments import zoo
+from minialbert.experiments import zoo, zoo_ship
 from minialbert.model import AlbertForPretraining
 from minialbert.scale import SCALES
 
@@ -268,7 +268,7 @@ def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkey
     zoo.build(["albert-sop", "albert-nsp"], SCALE, progress=False)
     built = {n: zoo.load(n, SCALE).state_dict() for n in ("albert-sop", "albert-nsp")}
     monkeypatch.setattr(zoo, "SHIPPED_ROOT", tmp_path / "zoo" / "v1")
-    folder = zoo.ship(["albert-sop", "albert-nsp"], SCALE)
+    folder = zoo_ship.ship(["albert-sop", "albert-nsp"], SCALE)
     manifest = json.loads((folder / zoo.SHIPPED_MANIFEST).read_text())
     assert set(manifest["entries"]) == {"albert-sop", "albert-nsp"}
     assert not any(p.endswith("optimizer.pt") for p in manifest["files"])          # weights only
@@ -311,9 +311,10 @@ def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkey
 
 
 def test_shipping_keeps_log_spaced_checkpoints_and_thinned_train_records():
-    assert [s for s in range(2500, 20_001, 2500) if zoo.log_spaced(s, 20_000)] == [2500, 5000, 10_000, 20_000]
+    spaced = [s for s in range(2500, 20_001, 2500) if zoo_ship.log_spaced(s, 20_000)]
+    assert spaced == [2500, 5000, 10_000, 20_000]
     records = [{"step": s, "split": "train"} for s in range(1, 26)] + [{"step": 25, "split": "valid"}]
-    assert [(r["step"], r["split"]) for r in zoo.shipped_metrics(records)] == [
+    assert [(r["step"], r["split"]) for r in zoo_ship.shipped_metrics(records)] == [
         (1, "train"), (10, "train"), (20, "train"), (25, "train"), (25, "valid")]
 
 
@@ -350,7 +351,7 @@ def test_an_entry_rebuilt_in_fresh_caches_has_the_same_bytes(tmp_path, monkeypat
         digests[-1]["evaluation.json"] = sha256_of(final.parent.parent / "evaluation.json")
     assert digests[0] == digests[1]
     monkeypatch.setattr(zoo, "SHIPPED_ROOT", tmp_path / "zoo")
-    zoo.ship(["albert-sop"], SCALE)
+    zoo_ship.ship(["albert-sop"], SCALE)
     result = zoo.rebuild("albert-sop", SCALE, progress=False)
     assert result["identical"] and result["sha256"] == digests[0]["model.safetensors"]
 

@@ -17,7 +17,7 @@ silently: where neither exists it raises ZooEntryMissing, naming the command and
 scales whose whole zoo takes seconds, `lessons_build_zoo`, build on demand, saying so). A changed
 recipe gets a new key, so it can never load stale weights. `zoo --rebuild NAME` retrains an entry
 from scratch and compares its weights with the shipped ones; `zoo --ship` copies built entries into
-the shipped folder.
+the shipped folder (zoo_ship.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -35,8 +34,6 @@ import torch
 from tqdm.auto import tqdm
 
 from ..checkpoint import (
-    MANIFEST,
-    WEIGHTS_FILES,
     load_checkpoint,
     newest_verified_checkpoint,
     read_json,
@@ -47,7 +44,7 @@ from ..checkpoint import (
 )
 from ..config import AlbertConfig
 from ..corpus.course_data import course_pretraining_data, pretraining_data_key
-from ..download import atomic_write, cache_dir, sha256_of, write_json
+from ..download import cache_dir, sha256_of, write_json
 from ..evaluation import MLMBaselines, evaluate_pretraining
 from ..model import AlbertForPretraining
 from ..scale import Scale
@@ -57,9 +54,6 @@ RECIPE_VERSION = 3        # bump when a code change alters what the same setting
 ZOO_FORMAT = 1            # the shipped folder's layout (zoo/v<ZOO_FORMAT>/)
 SHIPPED_ROOT = Path(__file__).resolve().parents[2] / "zoo" / f"v{ZOO_FORMAT}"
 SHIPPED_MANIFEST = "MANIFEST.json"   # {"entries": {name: dir name}, "files": {path: sha256}, ...}
-ALL_CHECKPOINTS = ("albert-sop",)    # entries shipped with checkpoints along training (lesson 06): the final
-                                     # one and those at 1/2, 1/4, 1/8 ... of its steps (a log-spaced look)
-SHIPPED_TRAIN_EVERY = 10             # shipped metrics.jsonl keeps every 10th train step (and all evaluations)
 CURVE_EXAMPLES = 10_000              # held-out examples per evaluation along training (all when fewer)
 # Arguments that only change how often a run reports or saves, not the weights it ends with.
 NOT_IN_KEY = ("eval_every", "eval_examples", "checkpoint_every", "keep_last")
@@ -176,9 +170,14 @@ def cache_entry_dir(e: Entry, scale: Scale) -> Path:
     return cache_dir() / "zoo" / scale.name / entry_key(e, scale)
 
 
+def shipped_folder(scale: Scale) -> Path:
+    """The repository's folder of a scale's shipped entries and their MANIFEST.json."""
+    return SHIPPED_ROOT / scale.name
+
+
 def shipped_entry_dir(e: Entry, scale: Scale) -> Path | None:
     """The entry shipped with the repository for exactly this recipe (None: none is)."""
-    path = SHIPPED_ROOT / scale.name / entry_key(e, scale)
+    path = shipped_folder(scale) / entry_key(e, scale)
     return path if path.is_dir() else None
 
 
@@ -280,8 +279,7 @@ def load(name: str, scale: Scale, progress: bool = True,
     if "problem" in row:
         raise ShippedEntryDamaged(row["problem"], row["state"])
     if not available(row):
-        command = f"python -m minialbert zoo --only {name}" + ("" if scale.name == "course" else
-                                                               f" --scale {scale.name}")
+        command = f"python -m minialbert zoo --only {name} --scale {scale.name}"
         if not scale.lessons_build_zoo:
             raise ZooEntryMissing(
                 f"zoo entry {name!r} ({scale.name} scale) is neither shipped for this recipe nor built "
@@ -384,77 +382,6 @@ def rebuild(name: str, scale: Scale, progress: bool = True, device: str | None =
     shipped = shipped_entry_dir(e, scale)
     theirs = sha256_of(newest_verified_checkpoint(shipped) / "model.safetensors") if shipped else None
     return {"name": name, "sha256": mine, "shipped_sha256": theirs, "identical": mine == theirs}
-
-
-def log_spaced(step: int, final: int) -> bool:
-    """Whether a checkpoint at `step` is one of final, final/2, final/4, ... (shipped along training)."""
-    ratio = final / step
-    return ratio == int(ratio) and int(ratio) & (int(ratio) - 1) == 0
-
-
-def shipped_metrics(records: list[dict]) -> list[dict]:
-    """The records a shipped entry keeps: every evaluation, the first and last train steps and every
-    SHIPPED_TRAIN_EVERY-th one in between (curves drawn from them are the same to the eye)."""
-    last = max((r["step"] for r in records if r["split"] == "train"), default=0)
-    return [r for r in records if r["split"] != "train" or r["step"] in (1, last)
-            or r["step"] % SHIPPED_TRAIN_EVERY == 0]
-
-
-def ship(names: Sequence[str] | None, scale: Scale) -> Path:
-    """Copy built entries into the shipped folder (weights only: no optimizer state; only the final
-    checkpoint except for ALL_CHECKPOINTS entries; metrics thinned by shipped_metrics) and rewrite its
-    MANIFEST.json. Entries of other
-    keys (an older recipe) are removed from the folder. Returns the folder."""
-    folder = SHIPPED_ROOT / scale.name
-    rows = status(scale, names)
-    unbuilt = [r["name"] for r in rows if not available(r)]
-    if unbuilt:
-        raise ZooEntryMissing(f"cannot ship entries that are not built: {', '.join(unbuilt)}; build them "
-                              "with `python -m minialbert zoo` first")
-    folder.mkdir(parents=True, exist_ok=True)
-    keys = {r["name"]: Path(r["dir"]).name for r in status(scale)}    # <name>-<key>, shipped or cached
-    for old in folder.iterdir():
-        if old.is_dir() and old.name not in keys.values():
-            shutil.rmtree(old)
-    for row in rows:
-        if row["state"] == "shipped":
-            continue
-        source, target = Path(row["dir"]), folder / Path(row["dir"]).name
-        tmp = target.with_name(target.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        for name in ("config.json", "train_args.json", "evaluation.json"):
-            shutil.copy2(source / name, tmp / name)
-        atomic_write(tmp / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in shipped_metrics(
-            read_metrics(source))).encode())
-        kept = step_checkpoints(source)[::-1]                          # oldest first
-        steps = [int(c.name.removeprefix("step-")) for c in kept]
-        if row["name"] in ALL_CHECKPOINTS:
-            kept = [c for c, step in zip(kept, steps) if log_spaced(step, steps[-1])]
-        else:
-            kept = kept[-1:]
-        for ckpt in kept:
-            (tmp / "checkpoints" / ckpt.name).mkdir(parents=True)
-            files = {}
-            for name in WEIGHTS_FILES:
-                target_file = tmp / "checkpoints" / ckpt.name / name
-                if name == "trainer_state.json":      # its copy of every metrics record is only for resuming
-                    state = read_json(ckpt / name)
-                    write_json(target_file, {k: v for k, v in state.items() if k != "metrics"})
-                else:
-                    shutil.copy2(ckpt / name, target_file)
-                files[name] = sha256_of(target_file)
-            write_json(tmp / "checkpoints" / ckpt.name / MANIFEST, files)
-        atomic_write(tmp / "checkpoints" / "latest", kept[-1].name.encode())
-        shutil.rmtree(target, ignore_errors=True)
-        tmp.rename(target)
-    entries = {name: key for name, key in keys.items() if (folder / key).is_dir()}
-    files = {str(p.relative_to(folder)): sha256_of(p) for key in sorted(entries.values())
-             for p in sorted((folder / key).rglob("*")) if p.is_file()}
-    write_json(folder / SHIPPED_MANIFEST, {"format": ZOO_FORMAT, "scale": scale.name,
-                                           "recipe": RECIPE_VERSION, "torch": torch.__version__,
-                                           "entries": entries, "files": files})
-    return folder
 
 
 def summary(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
