@@ -178,11 +178,13 @@ def smoothness(model, scale: Scale, device: torch.device, figure: Path, progress
     import matplotlib.pyplot as plt
 
     from minialbert.corpus.course_data import course_pretraining_data
+    from minialbert.course.lessons import lesson_sizes
     from minialbert.course.plots import plot_layer_transitions, save_figure
     from minialbert.experiments.analysis import DEFINITION, heldout_batches, interval_note, layer_transitions
 
-    batches = heldout_batches(course_pretraining_data("mlm", "test", scale), scale.smoothness_sequences,
-                              scale.smoothness_batch)
+    sizes = lesson_sizes(scale).smoothness                      # lesson 06's sample at this scale
+    test_data = course_pretraining_data("mlm", "test", scale)
+    batches = heldout_batches(test_data, sizes.sequences, sizes.batch_size)
     start = time.perf_counter()
     result = layer_transitions(model.to(device), batches, progress=progress).to_dict()
     seconds = time.perf_counter() - start

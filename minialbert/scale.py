@@ -1,4 +1,6 @@
-"""Scale: the one switch for sizes and step counts in lessons, CLI, experiments and figures.
+"""Scale: the one switch for the sizes of the model and of its pretraining, for lessons, CLI, experiments
+and figures. What a lesson measures on top of them (its samples, seeds, fine-tuning runs) is sized in
+minialbert/course/lessons.py.
 
 - ci: seconds per notebook (what CI and nbval run)
 - course (default): a 2-core laptop CPU, at most ~10 minutes per notebook
@@ -8,7 +10,8 @@
 
 The scale is resolved once, at the edge (the CLI, `figures`, a lesson's first cell, with
 `current_scale()`), and passed down; library code takes a Scale and never reads the environment.
-Every size that differs between scales lives here, by name: no code compares a scale's name.
+Every model and pretraining size that differs between scales lives here, by name: no code compares a
+scale's name (a dry run is known by `is_dry_run`).
 The model's vocabulary and positions come from the scale's preset (config.PRESETS), stated once.
 """
 
@@ -27,7 +30,7 @@ class Scale:
     name: str
     albert_preset: str          # model sizes (see config.PRESETS); the BERT twin is bert_preset
     bert_preset: str
-    corpus: str                 # the pretraining text: "course" (pinned, corpus.py) or "pydocs" (embedded)
+    corpus: str                 # the pretraining text: "course" (pinned, corpus/) or "pydocs" (embedded)
     max_documents: int | None   # cap on corpus documents used (None = all)
     batch_size: int
     pretrain_steps: int
@@ -46,38 +49,17 @@ class Scale:
     eval_examples: int | None = None   # held-out examples per evaluation of a pretraining run and per
                                        # model in the ablation, a fixed seeded sample (None = all)
     figure_subdir: str = ""     # figures go to assets/figures/<figure_subdir> ("": the committed ones)
-    # What lessons and experiments measure (the course values; ci shrinks them to seconds).
-    vocab_sweep: tuple = (1000, 2000, 4000, 6000)   # lesson 01: tokenizers trained side by side
-    chain_steps: int = 400                 # lesson 05: steps of the synthetic permutation-chain check
-    demo_steps: int = 400                  # lesson 05: steps of the small demonstration runs
-    demo_batch: int = 16                   # lesson 05: their batch size
-    demo_eval_examples: int = 500          # lesson 05: held-out examples scored after one of them
-    fill_in_sentences: int = 300           # lesson 05: held-out sentences with their middle word masked
-    smoothness_sequences: int = 1000       # lesson 06: held-out sequences measured
-    smoothness_batch: int = 50             # lesson 06: sequences per batch
-    finetune_steps: int = 300              # a downstream fine-tuning run (lessons 07, 09, the ablation)
-    finetune_warmup: int = 30
-    finetune_eval_every: int = 25
-    finetune_dev_examples: int | None = 1000
-    finetune_labels: int = 1024            # labelled examples of one downstream run (lessons 07, 09)
-    label_sizes: tuple = (16, 64, 256, 1024)   # lesson 07: the learning curve's label counts
-    curve_test_examples: int = 2000        # lesson 07: test examples each run is scored on (a seeded sample)
-    few_label_sizes: tuple = (64, 1024)    # lesson 07: the other tasks' label counts (the first is "few")
-    long_finetune_warmup: int = 100        # lesson 07: the long from-scratch run (10x the steps)
-    long_finetune_eval_every: int = 100
-    probe_steps: int = 1000                # lesson 07's exercise: the linear probe's steps
-    finetune_seeds: int = 3                # lessons 07 and 09: fine-tuning seeds per point or model
-    ablation_seeds: int = 3                # lesson 08: pretraining seeds per arm
-    probe_examples: int = 2000             # the ablation: labelled pairs its linear probes fit on
-    downstream_labels: int = 256           # the ablation: labels per downstream task
-    speed_presets: tuple = ("albert-base", "bert-base")   # lesson 09: the models timed step by step
-    speed_repeats: int = 5                 # lesson 09: timed steps per model
-    attention_seq_lens: tuple = (64, 128, 256, 512, 1024)   # lesson 10: the memory table's lengths
-    kernel_check_len: int = 130            # lesson 10: sequence length of the padded-kernel check
-    fill_mask_sentences: int = 500         # lesson 11: held-out sentences with one word masked, scored
-    narrow_by: int = 1                     # lesson 12: widths divided by this for the speed table
-    lessons_read_results: bool = True      # lesson 08 reads the committed ablation JSON when present
-    lessons_build_zoo: bool = False        # lessons may train a missing zoo entry (only where it is seconds)
+    zoo_on_demand: bool = False  # its zoo entries take seconds: zoo.load trains a missing one
+
+    @property
+    def is_dry_run(self) -> bool:
+        """A dry run of another scale (see `dry_run`): its numbers measure nothing."""
+        return self.name.endswith(DRY_RUN_SUFFIX)
+
+    @property
+    def base_name(self) -> str:
+        """The scale a dry run shortens (its own name for any other scale)."""
+        return self.name.removesuffix(DRY_RUN_SUFFIX)
 
     @property
     def vocab_size(self) -> int:
@@ -97,20 +79,11 @@ class Scale:
         return AlbertConfig.preset(presets[arch], **changes)
 
 
-_CI_LESSONS = dict(
-    vocab_sweep=(250, 500, 1000), chain_steps=40, demo_steps=20, smoothness_sequences=48, smoothness_batch=4,
-    finetune_steps=20, finetune_warmup=2, finetune_eval_every=10, finetune_dev_examples=100,
-    finetune_labels=64, label_sizes=(16, 64), few_label_sizes=(16, 64), long_finetune_warmup=5,
-    long_finetune_eval_every=10, probe_steps=20, finetune_seeds=1, ablation_seeds=1, probe_examples=200,
-    downstream_labels=32, speed_presets=("ci-albert", "ci-bert"), speed_repeats=2,
-    attention_seq_lens=(64, 128, 256, 512), kernel_check_len=70, narrow_by=8, lessons_read_results=False,
-    lessons_build_zoo=True)
-
 SCALES = {
     # ci reads the small corpus embedded in the package (seconds, no download); the others the pinned one
     "ci": Scale("ci", "ci-albert", "ci-bert", corpus="pydocs", max_documents=300, batch_size=16,
                 pretrain_steps=30, learning_rate=2e-3, warmup_steps=5, eval_every=15, zoo_steps=30,
-                step_seconds=0.02, figure_subdir="ci", **_CI_LESSONS),
+                step_seconds=0.02, figure_subdir="ci", zoo_on_demand=True),
     "course": Scale("course", "course-albert", "course-bert", corpus="course", max_documents=None,
                     batch_size=64, pretrain_steps=12000, learning_rate=3e-3, warmup_steps=300,
                     eval_every=1500, dupe_factor=10, optimizer="adamw", zoo_steps=20000, zoo_evals=8,
@@ -136,25 +109,18 @@ DRY_RUN_SUFFIX = "-dry"
 DRY_RUN = dict(
     # The small corpus embedded in the package: no download. 800 of its train documents still train the
     # gpu scale's 6000-piece tokenizer (600 do not: SentencePiece stops at 5992 pieces); fewer
-    # documents, or a larger vocabulary, fail with a one-line error naming the scale (course.py).
-    # Smoothness: 5 sequences in batches of 1 are the 5 batches lesson 06 splits into its 5 folds.
+    # documents, or a larger vocabulary, fail with a one-line error naming the scale (course_data.py).
+    # What the lessons measure is shortened beside them (course/lessons.py, dry_run_sizes).
     corpus="pydocs", max_documents=800,
     batch_size=2, pretrain_steps=2, warmup_steps=1, eval_every=1, dupe_factor=1, zoo_steps=2, zoo_evals=2,
-    step_seconds=0.0, eval_examples=8, vocab_sweep=(1000, 6000), chain_steps=4, demo_steps=2, demo_batch=2,
-    demo_eval_examples=8, fill_in_sentences=8, fill_mask_sentences=8,
-    smoothness_sequences=5, smoothness_batch=1, finetune_steps=2, finetune_warmup=1, finetune_eval_every=1,
-    finetune_dev_examples=8, finetune_labels=8, label_sizes=(4, 8), few_label_sizes=(4, 8),
-    curve_test_examples=8, long_finetune_warmup=1, long_finetune_eval_every=5, probe_steps=2,
-    finetune_seeds=1, ablation_seeds=1, probe_examples=8, downstream_labels=8,
-    speed_repeats=1, attention_seq_lens=(64, 128), kernel_check_len=70, narrow_by=8,
-    lessons_read_results=False, lessons_build_zoo=True)
+    step_seconds=0.0, eval_examples=8, zoo_on_demand=True)
 
 
 def dry_run(scale: Scale) -> Scale:
     """`scale` shortened to a dry run: the fields of DRY_RUN replaced (steps, samples, the corpus), the
     model presets kept, named `<name>-dry` so its zoo entries, caches and figures (assets/figures/
     <figure_subdir>-dry) never mix with the real scale's. A dry-run scale is returned as it is."""
-    if scale.name.endswith(DRY_RUN_SUFFIX):
+    if scale.is_dry_run:
         return scale
     subdir = f"{scale.figure_subdir or scale.name}{DRY_RUN_SUFFIX}"
     return replace(scale, name=scale.name + DRY_RUN_SUFFIX, figure_subdir=subdir, **DRY_RUN)

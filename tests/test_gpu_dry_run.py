@@ -22,6 +22,7 @@ import torch
 
 from minialbert.__main__ import main
 from minialbert.course.figures import make_figures
+from minialbert.course.lessons import lesson_sizes
 from minialbert.course.plots import ROOT, figure_dir
 from minialbert.evaluation import evaluation_sample
 from minialbert.experiments.ablation import heldout, sampled
@@ -41,15 +42,45 @@ GPU = SCALES["gpu"]
 KEPT = {"name": "set by dry_run: <name>-dry", "figure_subdir": "set by dry_run: <subdir>-dry",
         "albert_preset": "the model's sizes", "bert_preset": "the BERT twin's sizes",
         "learning_rate": "not a size", "mask_rate": "a share, not a size", "optimizer": "not a size",
-        "speed_presets": "names of the models lesson 09 times (speed_repeats caps the work)",
         "zoo_threads": "torch threads of a zoo build (same bytes on a rebuild), not a size",
         "data_shards": "the pretraining sets' random streams (their layout), not a size"}
+# The lessons' sizes a dry run keeps (course/lessons.py, dry_run_sizes), and why; every other count is capped.
+LESSON_KEPT = {"speed.presets": "names of the models lesson 09 times (speed.repeats caps the work)",
+               "downstream.finetune.seed": "a seed, not a size",
+               "downstream.finetune.patience": "evaluations without progress, not a size"}
 # Caps above CAP: a corpus cap the 6000-piece tokenizer needs, lengths and sizes that are not counts
 # of steps or samples, and a divisor (larger is smaller).
 CAP = 16
-BOUNDS = {"max_documents": 800, "kernel_check_len": 130, "vocab_sweep": GPU.vocab_size,
-          "attention_seq_lens": GPU.max_seq_len}
+BOUNDS = {"max_documents": 800, "attention.kernel_check_len": 130, "tokenizers.vocab_sizes": GPU.vocab_size,
+          "attention.seq_lens": GPU.max_seq_len, "downstream.finetune.max_seq_len": GPU.max_seq_len}
 AT_LEAST = {"narrow_by": 8}
+
+
+def leaves(obj, prefix: str = ""):
+    """(dotted name, value) of every field of a dataclass, nested dataclasses walked."""
+    for f in dataclasses.fields(obj):
+        value, name = getattr(obj, f.name), prefix + f.name
+        if dataclasses.is_dataclass(value):
+            yield from leaves(value, name + ".")
+        else:
+            yield name, value
+
+
+def assert_capped(field: str, value, real) -> None:
+    """A dry run's `field` is a small count (at most CAP, or its BOUNDS), no larger than the real scale's."""
+    if isinstance(value, bool) or isinstance(value, float | str):
+        return
+    if field in AT_LEAST:
+        assert value >= max(AT_LEAST[field], real), field
+        return
+    bound = BOUNDS.get(field, CAP)
+    assert isinstance(value, int | tuple), f"{field} = {value!r}: a dry run caps it with a number"
+    for v in value if isinstance(value, tuple) else (value,):
+        assert isinstance(v, int) and 1 <= v <= bound, f"{field} = {value!r} is not capped at {bound}"
+    if isinstance(value, tuple):
+        assert 1 <= len(value) <= 2, f"{field} = {value!r}: at most two points in a dry run"
+    elif real is not None:
+        assert value <= real, f"{field} = {value} is larger than the gpu scale's {real}"
 
 
 def finite(value) -> bool:
@@ -80,7 +111,8 @@ def test_gpu_dry_run_scale_keeps_the_model_and_caps_every_size(monkeypatch):
     assert (dry.max_seq_len, dry.vocab_size) == (GPU.max_seq_len, GPU.vocab_size) == (256, 6000)
     cfg = dry.model_config("albert")
     assert (cfg.hidden_size, cfg.num_layers, cfg.max_position_embeddings) == (768, 12, 256)
-    assert dry.corpus == "pydocs" and dry.lessons_build_zoo and not dry.lessons_read_results
+    assert dry.corpus == "pydocs" and dry.zoo_on_demand and dry.is_dry_run and dry.base_name == "gpu"
+    assert not GPU.is_dry_run and not GPU.zoo_on_demand
     # one switch, resolved at the edge: the name of a dry run resolves to it, and it is idempotent
     assert current_scale(dry.name) == dry == dry_run(dry) == current_scale("gpu")
     monkeypatch.setenv(DRY_RUN_VAR, "0")
@@ -94,20 +126,23 @@ def test_gpu_dry_run_scale_keeps_the_model_and_caps_every_size(monkeypatch):
         f"every Scale field is capped by DRY_RUN or kept on purpose (KEPT); not decided: "
         f"{sorted(names - set(DRY_RUN) - set(KEPT))}")
     for field in sorted(names - set(KEPT)):
-        value, real = getattr(dry, field), getattr(GPU, field)
-        if isinstance(value, bool) or isinstance(value, float | str):
+        assert_capped(field, getattr(dry, field), getattr(GPU, field))
+
+
+def test_gpu_dry_run_caps_what_every_lesson_measures(monkeypatch):
+    """Every count of the lessons' sizes is capped in a dry run, except those kept on purpose."""
+    monkeypatch.setenv(ENV_VAR, "gpu")
+    monkeypatch.setenv(DRY_RUN_VAR, "1")
+    dry, real = lesson_sizes(current_scale()), dict(leaves(lesson_sizes(GPU)))
+    assert not dry.read_results
+    capped = 0
+    for field, value in leaves(dry):
+        if field in LESSON_KEPT:
+            assert value == real[field], f"{field}: kept from the gpu scale ({LESSON_KEPT[field]})"
             continue
-        if field in AT_LEAST:
-            assert value >= max(AT_LEAST[field], real), field
-            continue
-        bound = BOUNDS.get(field, CAP)
-        assert isinstance(value, int | tuple), f"{field} = {value!r}: a dry run caps it with a number"
-        for v in value if isinstance(value, tuple) else (value,):
-            assert isinstance(v, int) and 1 <= v <= bound, f"{field} = {value!r} is not capped at {bound}"
-        if isinstance(value, tuple):
-            assert 1 <= len(value) <= 2, f"{field} = {value!r}: at most two points in a dry run"
-        elif real is not None:
-            assert value <= real, f"{field} = {value} is larger than the gpu scale's {real}"
+        assert_capped(field, value, real[field])
+        capped += value != real[field]
+    assert capped >= 25, f"only {capped} of the lessons' sizes differ from the gpu scale's in a dry run"
 
 
 def test_gpu_dry_run_sampled_heldout_is_a_subset(monkeypatch, tmp_path):
@@ -168,7 +203,7 @@ def test_gpu_dry_run_pretrain_evaluate_smoothness_finetune(gpu_dry, capsys):
     paths = run(["smoothness", "--checkpoint", str(out), "--quiet", "--out", str(figures)], capsys)
     numbers = json.loads(Path(paths["json"]).read_text())
     assert Path(paths["figure"]).stat().st_size > 0 and numbers["scale"] == dry.name
-    assert numbers["sequences"] == dry.smoothness_sequences            # the scale's sample, capped
+    assert numbers["sequences"] == lesson_sizes(dry).smoothness.sequences      # the sample, capped
     (layers,) = [r["layers"] for r in numbers["results"].values()]
     assert len(layers) == 12 and finite(numbers["results"])
 
@@ -177,7 +212,7 @@ def test_gpu_dry_run_pretrain_evaluate_smoothness_finetune(gpu_dry, capsys):
     assert tuned["labels"] == 4 and finite(tuned["dev"]) and finite(tuned["test"])
     records = (gpu_dry / "finetune" / "metrics.jsonl").read_text().splitlines()
     steps = [json.loads(line)["step"] for line in records]
-    assert max(steps) <= dry.finetune_steps
+    assert max(steps) <= lesson_sizes(dry).downstream.finetune.steps
 
 
 @pytest.mark.slow
@@ -340,7 +375,7 @@ def test_gpu_dry_run_gpu_check_writes_its_json(gpu_dry, tmp_path, capsys):
     assert run["left_plateau"] == check.left_plateau(evaluation)
     curves = written["smoothness"]
     (result,) = curves["results"].values()
-    assert len(result["layers"]) == 12 and curves["sequences"] == dry.smoothness_sequences
+    assert len(result["layers"]) == 12 and curves["sequences"] == lesson_sizes(dry).smoothness.sequences
     assert finite(curves["results"])
     assert Path(curves["figure"]).stat().st_size > 0
     assert Path(curves["figure"]).parent == tmp_path / "figures"

@@ -21,6 +21,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from ..scale import Scale
+from .lessons import lesson_sizes
 from .plots import ROOT, figure_dir, plot_history, plot_layer_transitions, plot_learning_curve, save_figure
 
 # figures whose numbers come from a command too long for `figures`: it redraws them from its JSON
@@ -88,7 +89,8 @@ def tokenizer_vocab_sizes(scale: Scale):
 
     splits = {split: documents(scale.corpus, split, scale.max_documents) for split in ("train", "valid")}
     results = vocab_sweep([s for d in splits["train"] for s in d.sentences],
-                          [s for d in splits["valid"] for s in d.sentences], scale.vocab_sweep)
+                          [s for d in splits["valid"] for s in d.sentences],
+                          lesson_sizes(scale).tokenizers.vocab_sizes)
     numbers = {"description": f"Unigram SentencePiece models trained on the {scale.corpus} train split, "
                               "measured on the valid split",
                "scale": scale.name, "corpus": scale.corpus, "corpus_train": corpus_stats(splits["train"]),
@@ -287,9 +289,9 @@ def _heldout(scale: Scale):
     from ..corpus.course_data import course_pretraining_data
     from ..experiments.analysis import heldout_batches, heldout_documents
 
-    test_data = course_pretraining_data("mlm", "test", scale)
-    return (heldout_batches(test_data, scale.smoothness_sequences, batch_size=scale.smoothness_batch),
-            heldout_documents(test_data, scale.smoothness_sequences))
+    test_data, sizes = course_pretraining_data("mlm", "test", scale), lesson_sizes(scale).smoothness
+    return (heldout_batches(test_data, sizes.sequences, batch_size=sizes.batch_size),
+            heldout_documents(test_data, sizes.sequences))
 
 
 def smoothness_results(named_models: dict, batches, documents, **options) -> dict:

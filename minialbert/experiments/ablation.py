@@ -38,6 +38,7 @@ import random
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -354,21 +355,23 @@ def training_curve(name: str, scale: Scale) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------- the experiment
-def ablation_settings(scale: Scale) -> dict:
-    """Sizes of the experiment's parts at a scale (the course runs in minutes with the zoo cached)."""
-    return {"probe_examples": scale.probe_examples, "downstream_labels": scale.downstream_labels,
-            "finetune": FinetuneArgs.from_scale(scale)}
+@dataclass(frozen=True)
+class AblationSizes:
+    """What the experiment measures (the course's values; the lessons' sizes shrink them at ci scale)."""
+    seeds: int = 3                  # pretraining seeds per arm: zoo entries albert-<arm>, -seed1, -seed2
+    probe_examples: int = 2000      # labelled pairs each linear probe fits on
+    downstream_labels: int = 256    # labelled examples per downstream task
 
 
-def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequence[str] = DOWNSTREAM_TASKS,
-                 curves: bool = True,
+def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, sizes: AblationSizes, finetune: FinetuneArgs,
+                 downstream: Sequence[str] = DOWNSTREAM_TASKS, curves: bool = True,
                  progress: bool = True) -> dict:
-    """The whole experiment: returns a JSON-ready dict (see the module doc). Builds missing zoo entries."""
+    """The whole experiment: returns a JSON-ready dict (see the module doc). Builds missing zoo entries.
+    `finetune` is each downstream run's arguments (its seed is replaced by each arm's seed)."""
     if not arms or any(a not in ARMS for a in arms):
         raise ValueError(f"arms must be a non-empty subset of {', '.join(ARMS)}, got {list(arms)}")
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
-    settings = ablation_settings(scale)
     t0 = time.perf_counter()
     data = {objective: heldout(objective, scale) for objective in OBJECTIVES}
     probe_train = {task: course_pretraining_data(task, "train", scale) for task in SENTENCE_TASKS}
@@ -377,8 +380,8 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
     result = {"scale": scale.name, "arms": list(arms), "seeds": list(range(seeds)),
               "heldout": {task: {"examples": len(d), "length_matched": len(matched.get(task, []))}
                           for task, d in data.items()},
-              "probe_examples": settings["probe_examples"],
-              "downstream_labels": settings["downstream_labels"], "paper": PAPER_TABLE5,
+              "probe_examples": sizes.probe_examples,
+              "downstream_labels": sizes.downstream_labels, "paper": PAPER_TABLE5,
               "shortcut": shortcuts(probe_train, data, matched, tokenizer),
               "runs": [], "curves": {}, "downstream": []}
     models = {(arm, seed): zoo.load(arm_entry(arm, seed), scale, progress=progress)
@@ -389,7 +392,7 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
     jobs = [("random init", 0, random_init)] + [(arm, s, m) for (arm, s), m in models.items()]
     for arm, seed, model in tqdm(jobs, disable=not progress, desc="cross-evaluation"):
         entry = None if arm == "random init" else arm_entry(arm, seed)
-        measured = cross_evaluate(model, data, probe_train, matched, settings["probe_examples"])
+        measured = cross_evaluate(model, data, probe_train, matched, sizes.probe_examples)
         result["runs"].append({"arm": arm, "seed": seed, "entry": entry, **measured})
     if curves:
         for arm, seed in models:
@@ -399,8 +402,8 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, downstream: Sequ
     for name in downstream:
         task = load_task(name, scale)
         for (arm, seed), model in models.items():
-            rows = learning_curve(task, tokenizer, {arm: model}, [settings["downstream_labels"]], [seed],
-                                  settings["finetune"], progress=False)
+            rows = learning_curve(task, tokenizer, {arm: model}, [sizes.downstream_labels], [seed],
+                                  finetune, progress=False)
             result["downstream"] += [{"task": name, **row} for row in rows]
     result["summary"] = summarize(result)
     result["seconds"] = round(time.perf_counter() - t0, 1)

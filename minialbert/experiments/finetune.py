@@ -35,7 +35,6 @@ from ..device import choose_device, choose_precision
 from ..evaluation import task_metrics
 from ..model import AlbertForPretraining, AlbertForSequenceClassification
 from ..optim import make_optimizer, warmup_linear_decay
-from ..scale import Scale
 from ..tokenizer import PAD_ID
 from ..train import StepBatches, optimizer_step
 from .tasks import Example, Task
@@ -84,14 +83,6 @@ class FinetuneArgs:
     dev_examples: int | None = 1000  # dev examples per evaluation: a fixed seeded sample (None: all)
     test_examples: int | None = None  # test examples scored at the end: a fixed seeded sample (None: all)
     freeze_encoder: bool = False   # train the head alone (a linear probe of the pooled output)
-
-    @classmethod
-    def from_scale(cls, scale: Scale, **changes) -> FinetuneArgs:
-        """A downstream run's arguments at a scale (steps, warmup, evaluations, sequence length)."""
-        base = dict(steps=scale.finetune_steps, warmup=scale.finetune_warmup,
-                    eval_every=scale.finetune_eval_every, dev_examples=scale.finetune_dev_examples,
-                    max_seq_len=scale.max_seq_len, test_examples=scale.eval_examples)
-        return cls(**{**base, **changes})
 
     def __post_init__(self) -> None:
         for name, low in dict(steps=1, batch_size=1, warmup=0, seed=0, eval_every=1, patience=0,
