@@ -9,6 +9,7 @@ status; --debug shows the traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import warnings
@@ -129,11 +130,14 @@ def cmd_ablation(args: argparse.Namespace, scale: Scale) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    from .course.lessons import lesson_sizes
     from .course.plots import figure_dir, plot_ablation, save_figure
     from .experiments.ablation import ARMS, DOWNSTREAM_TASKS, format_summary, run_ablation
 
     arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(ARMS)
-    result = run_ablation(arms, args.seeds or scale.ablation_seeds, scale, progress=not args.quiet,
+    sizes = lesson_sizes(scale)                                 # lesson 08's, so the two agree
+    result = run_ablation(arms, args.seeds or sizes.ablation.seeds, scale, sizes.ablation,
+                          sizes.downstream.finetune, progress=not args.quiet,
                           downstream=() if args.no_downstream else DOWNSTREAM_TASKS)
     print(format_summary(result))
     axes = plot_ablation(result)
@@ -146,7 +150,8 @@ def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
 
     from .config import AlbertConfig
     from .corpus.course_data import course_tokenizer
-    from .experiments.finetune import FinetuneArgs, classifier_from_checkpoint, finetune
+    from .course.lessons import lesson_sizes
+    from .experiments.finetune import classifier_from_checkpoint, finetune
     from .experiments.tasks import load_task
     from .model import AlbertForSequenceClassification
 
@@ -166,10 +171,11 @@ def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
     else:
         cfg = AlbertConfig.preset(args.preset) if args.preset else scale.model_config("albert")
         model = AlbertForSequenceClassification(cfg, task.num_labels)
+    defaults = lesson_sizes(scale).downstream.finetune         # the lessons' runs at this scale
     given = dict(steps=args.steps, batch_size=args.batch_size, lr=args.lr, patience=args.patience,
-                 warmup=min(scale.finetune_warmup, args.steps // 10) if args.steps else None)
-    finetune_args = FinetuneArgs.from_scale(scale, seed=args.seed, freeze_encoder=args.freeze_encoder,
-                                            **{k: v for k, v in given.items() if v is not None})
+                 warmup=min(defaults.warmup, args.steps // 10) if args.steps else None)
+    finetune_args = dataclasses.replace(defaults, seed=args.seed, freeze_encoder=args.freeze_encoder,
+                                        **{k: v for k, v in given.items() if v is not None})
     result = finetune(model, task, tokenizer, finetune_args, train_examples=train, out_dir=args.out,
                       progress=not args.quiet, device=args.device)
     print(json.dumps({"out": str(args.out), "task": task.name, "metric": task.metric, "labels": len(train),
@@ -221,6 +227,7 @@ def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
 
     from .checkpoint import load_checkpoint
     from .corpus.course_data import course_pretraining_data, course_tokenizer
+    from .course.lessons import lesson_sizes
     from .course.plots import figure_dir, plot_layer_transitions, save_figure
     from .device import choose_device
     from .experiments.analysis import (
@@ -240,8 +247,8 @@ def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
     device = str(choose_device())                               # as the JSON records it
     tokenizer = course_tokenizer(scale)
     dataset = course_pretraining_data("mlm", args.split, scale)
-    sequences = args.sequences or scale.smoothness_sequences          # the scale's, as lesson 06's
-    batch_size = args.batch_size or scale.smoothness_batch
+    sizes = lesson_sizes(scale).smoothness                      # the scale's, as lesson 06's
+    sequences, batch_size = args.sequences or sizes.sequences, args.batch_size or sizes.batch_size
     ours = heldout_batches(dataset, sequences, batch_size)
     models, sources = {}, {}                                    # name -> (model, batches); name -> origin
     for path in args.checkpoint:

@@ -320,7 +320,7 @@ def test_shipping_keeps_log_spaced_checkpoints_and_thinned_train_records():
 
 def test_a_missing_entry_is_never_trained_silently(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
-    course_like = dataclasses.replace(SCALE, lessons_build_zoo=False, step_seconds=0.5)
+    course_like = dataclasses.replace(SCALE, zoo_on_demand=False, step_seconds=0.5)
     with pytest.raises(zoo.ZooEntryMissing, match=r"'albert-mlm' \(ci scale\) is neither shipped .* "
                                                    r"`python -m minialbert zoo --only albert-mlm --scale ci` "
                                                    r"trains it \(about 0 min on 2 cores\)"):

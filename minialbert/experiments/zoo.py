@@ -14,7 +14,7 @@ arguments, the training data's key and RECIPE_VERSION. It lives in one of two pl
 
 `load` uses the shipped entry when its key matches the recipe, else the built one, and never trains
 silently: where neither exists it raises ZooEntryMissing, naming the command and its cost (only
-scales whose whole zoo takes seconds, `lessons_build_zoo`, build on demand, saying so). A changed
+scales whose whole zoo takes seconds, `zoo_on_demand`, build on demand, saying so). A changed
 recipe gets a new key, so it can never load stale weights. `zoo --rebuild NAME` retrains an entry
 from scratch and compares its weights with the shipped ones; `zoo --ship` copies built entries into
 the shipped folder (zoo_ship.py).
@@ -270,7 +270,7 @@ def load(name: str, scale: Scale, progress: bool = True,
     """The trained model of a zoo entry, in eval mode: shipped (verified) or built.
 
     Never trains silently: an entry that is neither raises ZooEntryMissing with the command that
-    builds it and its cost, except at scales whose entries take seconds (scale.lessons_build_zoo),
+    builds it and its cost, except at scales whose entries take seconds (scale.zoo_on_demand),
     which build it here and say so. The key in the directory name guarantees the weights come from
     exactly the scale's recipe.
     """
@@ -280,7 +280,7 @@ def load(name: str, scale: Scale, progress: bool = True,
         raise ShippedEntryDamaged(row["problem"], row["state"])
     if not available(row):
         command = f"python -m minialbert zoo --only {name} --scale {scale.name}"
-        if not scale.lessons_build_zoo:
+        if not scale.zoo_on_demand:
             raise ZooEntryMissing(
                 f"zoo entry {name!r} ({scale.name} scale) is neither shipped for this recipe nor built "
                 f"({row['state']}, {row['steps_done']}/{row['steps']} steps); `{command}` trains it "
