@@ -58,7 +58,7 @@ zoo: $(STAMP)
 # Regenerate the course figures (assets/figures) at $MINIALBERT_SCALE (default: course): one function per
 # figure (minialbert.course.figures.FIGURES), from the code, the course corpus and the shipped zoo (no zoo entry is
 # trained, no notebook runs); learning_curve, nsp_vs_sop and model_speed are redrawn from their committed JSON.
-# `python -m minialbert figures --only NAME --out DIR` makes one (README, Figures).
+# `python -m minialbert figures --only NAME --out DIR` makes one (docs/figures.md).
 figures: $(STAMP)
 	$(PY) -m minialbert figures
 
@@ -71,7 +71,7 @@ figures: $(STAMP)
 # assets/figures/gpu_check_<gpu>_layer_transitions.png. Without network, PACK=FILE (made by
 # `python -m minialbert pack --out FILE` where the course corpus is built) is unpacked into the cache first,
 # and PY=python3 runs from the working tree with that Python's own packages (no venv, no install).
-# Without a GPU, the gpu scale's code paths run shortened: `pytest -k gpu_dry_run` (README, Scales).
+# Without a GPU, the gpu scale's code paths run shortened: `pytest -k gpu_dry_run` (docs/scales.md).
 GPU_CHECK_ATTENTION = --dtypes bfloat16 --head-configs 12x64 --seq-lens 256 512 1024 4096 \
                       --providers ours sdpa-flash sdpa-cudnn --paddings none padded
 gpu-check: export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))

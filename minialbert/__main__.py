@@ -101,7 +101,7 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
                 differ.append(name)
         if differ:
             raise RuntimeError(f"rebuilt weights differ from the shipped ones for {', '.join(differ)} "
-                               "(the README's zoo section says what may differ between machines)")
+                               "(docs/zoo.md says what may differ between machines)")
         return
     if args.ship:
         print(f"shipped into {zoo_ship.ship(args.only, scale)}")
@@ -185,15 +185,8 @@ def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
 
 
 def cmd_tasks(args: argparse.Namespace, scale: Scale) -> None:
-    from .experiments.tasks import (
-        GLUE,
-        OFFLINE_TASKS,
-        default_glue_dir,
-        download_glue,
-        format_tasks,
-        glue_downloaded,
-        load_task,
-    )
+    from .experiments.glue import GLUE, default_glue_dir, download_glue, glue_downloaded
+    from .experiments.tasks import OFFLINE_TASKS, format_tasks, load_task
 
     glue_dir = args.glue_dir or default_glue_dir()
     for name in (args.download.split(",") if args.download else []):

@@ -164,7 +164,7 @@ def add_zoo(command: Callable[..., Parser]) -> None:
     zoo.add_argument("--out", type=Path, metavar="FILE",
                      help="also write the summary (held-out metrics and minutes per entry) as JSON here")
     zoo.add_argument("--markdown", action="store_true",
-                     help="print the summary as a markdown table (README's zoo section)")
+                     help="print the summary as a markdown table (docs/zoo.md's table)")
     device_options(zoo, compile=True)
 
 
@@ -294,14 +294,14 @@ def add_smoothness(command: Callable[..., Parser]) -> None:
     sm.add_argument("--tokens", choices=["all", "cls"], default="all",
                     help="average over all non-padding tokens or [CLS] only (default: all)")
     sm.add_argument("--sequences", type=positive_int,
-                    help="held-out sequences, a fixed seeded sample (default: the scale's "
-                         "smoothness_sequences, 1000 at course scale)")
+                    help="held-out sequences, a fixed seeded sample (default: lesson 06's at the scale, "
+                         "1000 at course scale)")
     sm.add_argument("--standardize", action="store_true",
                     help="divide each hidden dimension by its std over the same data first")
     sm.add_argument("--split", choices=["valid", "test"], default="test",
                     help="held-out split (default: test)")
     sm.add_argument("--batch-size", type=positive_int,
-                    help="sequences per batch (default: the scale's smoothness_batch, 50 at course scale)")
+                    help="sequences per batch (default: lesson 06's, 50 at course scale)")
     sm.add_argument("--paper-axes", action="store_true",
                     help="the paper's axis ranges (layers 1-24, L2 0-18, angle 0-45)")
     sm.add_argument("--out", type=directory,

@@ -28,12 +28,18 @@ class DownloadError(RuntimeError):
     """A download failed: HTTP error, timeout, truncated body or checksum mismatch."""
 
 
+def cache_root() -> tuple[Path, str]:
+    """Where the cache lives, and the setting that said so: $MINIALBERT_CACHE, else ~/.cache/minialbert.
+    The one place the package reads it: a setting of the person running the course, like the Scale."""
+    setting = os.environ.get(CACHE_ENV_VAR, "")
+    return Path(setting or Path.home() / ".cache" / "minialbert").expanduser(), setting
+
+
 def cache_dir() -> Path:
     """The cache directory: $MINIALBERT_CACHE (an absolute path, or one starting with ~), else
     ~/.cache/minialbert (created if missing). A relative path is refused: the lessons run in notebooks/
     and the CLI in the repository, so one setting would name two caches."""
-    setting = os.environ.get(CACHE_ENV_VAR, "")
-    path = Path(setting or Path.home() / ".cache" / "minialbert").expanduser()
+    path, setting = cache_root()
     if not path.is_absolute():
         raise ValueError(f"{CACHE_ENV_VAR}={setting!r} is a relative path, so it would name another cache in "
                          f"every folder a command or lesson runs from; give an absolute path (e.g. "
@@ -87,7 +93,7 @@ def _named_write_error(e: OSError, path: Path) -> OSError:
             free = f" ({shutil.disk_usage(path.parent).free / 2**20:.1f} MiB free there)"
         except OSError:
             free = ""
-        cache = Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "minialbert").expanduser()
+        cache, _ = cache_root()
         in_cache = path.resolve().is_relative_to(cache.resolve())
         where = (f"it is in the minialbert cache {cache}: free space there or set {CACHE_ENV_VAR} to a "
                  f"folder on a disk with room" if in_cache else f"free space on the disk of {path.parent}")

@@ -152,9 +152,10 @@ def test_sigkill_then_resume_is_bitwise_identical(env, tmp_path):
     assert "held-out evaluation on 40 of" in res.stderr and "neighbour" in res.stderr
 
 
-def test_readme_first_pretraining_command_is_lesson_05s_zoo_run(env, tmp_path):
-    # README's first pretrain command trains lesson 05's model with the scale's recipe: the same bytes
-    # as the zoo's lesson-albert-sop, so the zoo's evaluation of that entry is the command's result.
+def test_the_documented_pretraining_command_is_lesson_05s_zoo_run(env, tmp_path):
+    # docs/package.md's first pretrain command trains lesson 05's model with the scale's recipe: the
+    # same bytes as the zoo's lesson-albert-sop, so the zoo's evaluation of that entry is the command's
+    # result.
     res = run(["pretrain", "--objective", "sop", "--set", "num_layers=2", "--threads", "1",
                "--out", str(tmp_path / "sop"), "--quiet"], env, timeout=300)
     assert res.returncode == 0, res.stderr

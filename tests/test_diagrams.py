@@ -84,11 +84,11 @@ def test_sharing_diagram_counts_parameters_with_the_package(drawn):
 
 def test_flash_tiles_diagram_uses_the_kernel_tiles():
     pytest.importorskip("triton")
-    from minialbert.kernels import flash_attention
+    from minialbert.kernels import flash_attention, tiles
 
     defaults = diagrams.draw_flash_tiles.__defaults__          # n, length, block_m, block_n
     block_m, block_n = defaults[2], defaults[3]
-    assert (block_m, block_n) in {(m, n) for m, n, _, _ in flash_attention.FWD_TILES}
+    assert (block_m, block_n) in {(m, n) for m, n, _, _ in tiles.FWD_TILES}
     assert flash_attention.FIXED_BLOCK == 32        # the subtitle: "the CPU interpreter and float32: 32 x 32"
 
 

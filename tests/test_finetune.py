@@ -35,7 +35,8 @@ from minialbert.experiments.finetune import (
     learning_curve,
     load_finetuned,
 )
-from minialbert.experiments.tasks import Example, Task, load_task
+from minialbert.experiments.labelled_task import Example, Task
+from minialbert.experiments.tasks import load_task
 from minialbert.model import AlbertForSequenceClassification
 from minialbert.scale import SCALES
 

@@ -10,6 +10,7 @@ folders above it. The command line (__main__.py) is the edge that uses them all.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,69 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     text = "def f():\n    from .experiments import zoo\n    from .course.pieces import check\n"
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text if self == fake else "")
     assert {"minialbert.experiments.zoo", "minialbert.course.pieces"} <= imported(fake)
+
+
+# A module holds one concept, readable in one sitting. Drawing code is the exception: a figure is long
+# because it places every label, and splitting one figure across modules would hide nothing.
+MAX_LINES = 450
+DRAWING = {"course/diagrams.py": "the course's diagrams, one function each, placed by hand",
+           "course/figures.py": "every figure of the course from its data, one function each"}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_is_over_450_lines_except_drawing(path):
+    name = str(path.relative_to(PACKAGE))
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES or name in DRAWING, f"minialbert/{name} has {lines} lines, over {MAX_LINES}"
+
+
+# The environment is read at the edge only: the Scale ($MINIALBERT_SCALE, $MINIALBERT_DRY_RUN) by
+# scale.current_scale, which a lesson's first cell and the CLI call, and the cache's folder
+# ($MINIALBERT_CACHE) by download.cache_root, which every cached file's path starts from. The compile
+# report is a command of its own that hands its workers its environment without TRITON_INTERPRET.
+READS_ENVIRONMENT = {("scale.py", "current_scale"), ("download.py", "cache_root"),
+                     ("kernels/compile_report.py", "compile_variants")}
+
+
+def environment_reads(source: str, name: str) -> set[tuple[str, str]]:
+    """(module, function) of every os.environ / os.getenv use in a module's source ("<module>" outside
+    functions)."""
+    tree = ast.parse(source, name)
+    found = set()
+
+    def visit(node, function):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv"):
+            found.add((name, function))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+    visit(tree, "<module>")
+    return found
+
+
+def test_only_the_edge_reads_the_environment():
+    reads = set().union(*(environment_reads(p.read_text(), str(p.relative_to(PACKAGE))) for p in MODULES))
+    assert reads <= READS_ENVIRONMENT, f"read outside the edge: {sorted(reads - READS_ENVIRONMENT)}"
+
+
+# No library code decides by a scale's name: what differs between scales is a field of the Scale (or of
+# the lessons' sizes, course/lessons.py, looked up by name once). scale.py defines the names.
+NAME_TEST = re.compile(r"""\.name\s*(==|!=|\bin\b|\bnot in\b)\s*["'(\[]|\.name\.(startswith|endswith)\(""")
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_code_compares_a_scale_name(path):
+    if path.name == "scale.py":
+        return
+    hits = [f"line {i}: {line.strip()}" for i, line in enumerate(path.read_text().splitlines(), 1)
+            if "scale" in line and NAME_TEST.search(line)]
+    assert not hits, f"minialbert/{path.relative_to(PACKAGE)} compares a scale's name: {hits}"
+
+
+def test_the_greps_can_fail():
+    """The environment and name rules catch what they are meant to."""
+    source = "import os\ndef f(scale):\n    return os.environ.get('X') if scale.name == 'ci' else 0\n"
+    assert environment_reads(source, "probe.py") == {("probe.py", "f")}
+    assert NAME_TEST.search(source.splitlines()[2])
+    assert not NAME_TEST.search("    folder = cache_dir() / 'zoo' / scale.name")

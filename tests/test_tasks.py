@@ -13,15 +13,10 @@ from test_download import loopback_server
 from minialbert.__main__ import main
 from minialbert.corpus import pydocs_documents
 from minialbert.download import DownloadError
-from minialbert.experiments import tasks
-from minialbert.experiments.tasks import (
-    Example,
-    PinnedFile,
-    _shuffle_words,
-    _swap_adjacent_words,
-    download_glue,
-    load_task,
-)
+from minialbert.experiments import glue
+from minialbert.experiments.glue import PinnedFile, download_glue
+from minialbert.experiments.labelled_task import SPLITS, Example
+from minialbert.experiments.tasks import _shuffle_words, _swap_adjacent_words, load_task
 from minialbert.scale import SCALES
 
 CI = SCALES["ci"]             # the embedded corpus, 300 documents per split
@@ -36,18 +31,18 @@ def task(request):
 
 def test_deterministic(task):
     again = load_task(task.name, CI)
-    for split in tasks.SPLITS:
+    for split in SPLITS:
         assert task.split(split) == again.split(split)
 
 
 def test_balanced_as_documented(task):
-    for split in tasks.SPLITS:
+    for split in SPLITS:
         counts = Counter(ex.label for ex in task.split(split))
         assert counts[0] == counts[1] > 100, (split, counts)
     baseline = task.majority_baseline("dev")
     assert baseline["accuracy"] == 0.5 and baseline["matthews"] == 0.0
     described = task.describe()
-    assert described["sizes"] == {s: len(task.split(s)) for s in tasks.SPLITS}
+    assert described["sizes"] == {s: len(task.split(s)) for s in SPLITS}
     assert described["label_balance"]["dev"] == {task.labels[0]: 0.5, task.labels[1]: 0.5}
 
 
@@ -197,12 +192,12 @@ def _pin(server, monkeypatch, name: str, files: dict[str, bytes]) -> None:
     """Serve `files` from loopback and pin GLUE task `name` to them (URL, size and sha256)."""
     pinned = tuple(PinnedFile(server.serve(f"/{file}", body), len(body), hashlib.sha256(body).hexdigest())
                    for file, body in files.items())
-    monkeypatch.setitem(tasks.GLUE_DOWNLOADS, name, pinned)
+    monkeypatch.setitem(glue.GLUE_DOWNLOADS, name, pinned)
 
 
 def test_every_glue_task_has_pinned_https_files():
-    assert set(tasks.GLUE_DOWNLOADS) == set(tasks.GLUE)
-    for files in tasks.GLUE_DOWNLOADS.values():
+    assert set(glue.GLUE_DOWNLOADS) == set(glue.GLUE)
+    for files in glue.GLUE_DOWNLOADS.values():
         for f in files:
             assert f.url.startswith("https://") and f.size > 0 and len(bytes.fromhex(f.sha256)) == 32
 
@@ -236,10 +231,10 @@ def test_download_mrpc_splits_the_corpus_by_glues_dev_pairs(tmp_path, monkeypatc
 def test_download_glue_errors_leave_nothing_behind(tmp_path, monkeypatch):
     with loopback_server() as server:
         _pin(server, monkeypatch, "rte", {"RTE.zip": _zip({"RTE/train.tsv": "x"})})
-        pinned = tasks.GLUE_DOWNLOADS["rte"][0]
+        pinned = glue.GLUE_DOWNLOADS["rte"][0]
         with pytest.raises(ValueError, match="RTE.zip is not GLUE's RTE archive"):
             download_glue("rte", tmp_path)
-        monkeypatch.setitem(tasks.GLUE_DOWNLOADS, "rte", (PinnedFile(pinned.url, pinned.size, "0" * 64),))
+        monkeypatch.setitem(glue.GLUE_DOWNLOADS, "rte", (PinnedFile(pinned.url, pinned.size, "0" * 64),))
         with pytest.raises(DownloadError, match="sha256 mismatch"):
             download_glue("rte", tmp_path / "other")
     assert not (tmp_path / "RTE").exists()                      # the archive is kept, no half task

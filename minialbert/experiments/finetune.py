@@ -37,7 +37,7 @@ from ..model import AlbertForPretraining, AlbertForSequenceClassification
 from ..optim import make_optimizer, warmup_linear_decay
 from ..tokenizer import PAD_ID
 from ..train import StepBatches, optimizer_step
-from .tasks import Example, Task
+from .labelled_task import Example, Task
 
 
 # ---------------------------------------------------------------------------------- data

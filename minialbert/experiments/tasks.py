@@ -23,114 +23,22 @@ Majority-class baselines, by construction: 50% accuracy, Matthews 0, F1 0 or 0.6
 Overlap with pretraining: pretraining reads only the corpus's train documents; a dev or test example
 whose sentence (A or B) also occurs verbatim in a train document is dropped (`removed_overlap`).
 
-GLUE: `download_glue(name)` fetches a task's pinned files (URL, size and sha256 fixed below) laid out
-as GLUE's own script does; `load_glue(name, directory)` reads that layout (DIR/SST-2/train.tsv, ...).
-GLUE's test files carry no labels, so the split used for reporting is dev.
+GLUE's tasks are read by glue.py; `load_task(name)` gives either kind, a `Task` (labelled_task.py).
 """
 
 from __future__ import annotations
 
-import csv
 import random
-import zipfile
-from collections import Counter
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from ..corpus import documents
-from ..download import atomic_write, cache_dir, download
-from ..evaluation import task_metrics
 from ..scale import Scale
 from ..sentences import Document
+from .glue import GLUE, default_glue_dir, load_glue
+from .labelled_task import SPLITS, Example, Task
 
-SPLITS = ("train", "dev", "test")
 CORPUS_SPLIT = {"train": "train", "dev": "valid", "test": "test"}   # task split -> corpus document split
-
-
-@dataclass(frozen=True)
-class Example:
-    text_a: str
-    text_b: str | None          # None for single-sentence tasks
-    label: int | float          # class id, or a float target for regression
-    document: int | None = None  # the document a pair comes from (pairs of one document are not
-                                 # independent: test intervals resample documents); None: independent
-
-
-@dataclass
-class Task:
-    """A labelled task: its splits, label names (empty for regression) and the metric early stopping uses."""
-
-    name: str
-    about: str                  # one line: what the model decides
-    source: str                 # where the examples come from
-    labels: tuple[str, ...]     # name of each class id; () for regression
-    metric: str                 # key of evaluation.task_metrics() that model selection maximises
-    train: list[Example]
-    dev: list[Example]
-    test: list[Example] = field(default_factory=list)
-    removed_overlap: dict[str, int] = field(default_factory=dict)   # split -> examples dropped for overlap
-
-    @property
-    def num_labels(self) -> int:
-        return len(self.labels) or 1
-
-    @property
-    def is_pair(self) -> bool:
-        return any(ex.text_b is not None for ex in self.train[:1] + self.dev[:1])
-
-    def split(self, name: str) -> list[Example]:
-        if name not in SPLITS:
-            raise ValueError(f"unknown split {name!r}; choose one of {', '.join(SPLITS)}")
-        return getattr(self, name)
-
-    def subset(self, n: int | None, seed: int = 0) -> list[Example]:
-        """n training examples, a seeded sample: for classification, as even over the classes as the
-        training set allows (so 16 labels are 8 + 8 on a binary task). None: all of them."""
-        if n is None:
-            return list(self.train)
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(self.train):
-            raise ValueError(f"task {self.name} has {len(self.train)} training examples; "
-                             f"--labels must be between 1 and {len(self.train)}, got {n}")
-        rng = random.Random(f"{self.name}:subset:{seed}")
-        if not self.labels:
-            return rng.sample(self.train, n)
-        by_class = [[ex for ex in self.train if ex.label == c] for c in range(self.num_labels)]
-        for members in by_class:
-            rng.shuffle(members)
-        picked, turn = [], 0
-        while len(picked) < n:                   # round robin over classes that still have examples
-            members = by_class[turn % len(by_class)]
-            if members:
-                picked.append(members.pop())
-            turn += 1
-        rng.shuffle(picked)
-        return picked
-
-    def majority_baseline(self, split: str = "dev") -> dict:
-        """The metrics of always answering the training set's most common class (regression: its mean)."""
-        examples = self.split(split)
-        if self.labels:
-            guess = Counter(ex.label for ex in self.train).most_common(1)[0][0]
-        else:
-            guess = sum(ex.label for ex in self.train) / len(self.train)
-        return task_metrics([guess] * len(examples), [ex.label for ex in examples], self.num_labels,
-                            [ex.document for ex in examples])
-
-    def describe(self) -> dict:
-        """Name, kind, sizes, label balance per split, and the majority baseline on dev (and test)."""
-        balance = {}
-        for s in SPLITS:
-            examples = self.split(s)
-            if self.labels and examples:
-                counts = Counter(ex.label for ex in examples)
-                balance[s] = {name: round(counts[c] / len(examples), 4) for c, name in enumerate(self.labels)}
-        return {"name": self.name, "about": self.about, "source": self.source,
-                "kind": "sentence pair" if self.is_pair else "single sentence",
-                "labels": list(self.labels) or "regression", "metric": self.metric,
-                "sizes": {s: len(self.split(s)) for s in SPLITS}, "label_balance": balance,
-                "majority_baseline": {s: self.majority_baseline(s) for s in ("dev", "test") if self.split(s)},
-                "removed_overlap": self.removed_overlap}
 
 
 # ---------------------------------------------------------------------------------- offline tasks
@@ -266,166 +174,6 @@ def next_sentence(corpus: str, max_documents: int | None = None) -> Task:
 OFFLINE_TASKS = {"word-order": word_order, "shuffled-words": shuffled_words,
                  "shuffled-inner-words": partial(shuffled_words, keep_ends=True),
                  "next-sentence": next_sentence}
-
-
-# ---------------------------------------------------------------------------------- GLUE
-@dataclass(frozen=True)
-class GlueSpec:
-    folder: str                          # the folder name in GLUE's download
-    header: bool                         # does each TSV start with a header row?
-    text_a: str | int                    # column name (header) or index (no header)
-    text_b: str | int | None
-    label: str | int
-    labels: tuple[str, ...]              # () for regression; else the class names, in id order
-    label_values: tuple[str, ...]        # how each class is written in the file
-    metric: str
-    about: str
-
-
-GLUE = {
-    "sst2": GlueSpec("SST-2", True, "sentence", None, "label", ("negative", "positive"), ("0", "1"),
-                     "accuracy", "movie-review sentiment"),
-    "cola": GlueSpec("CoLA", False, 3, None, 1, ("unacceptable", "acceptable"), ("0", "1"), "matthews",
-                     "is the sentence grammatical?"),
-    "mrpc": GlueSpec("MRPC", True, "#1 String", "#2 String", "Quality", ("not_equivalent", "equivalent"),
-                     ("0", "1"), "f1", "are the two sentences paraphrases?"),
-    "rte": GlueSpec("RTE", True, "sentence1", "sentence2", "label", ("entailment", "not_entailment"),
-                    ("entailment", "not_entailment"), "accuracy", "does sentence 1 entail sentence 2?"),
-    "stsb": GlueSpec("STS-B", True, "sentence1", "sentence2", "score", (), (), "pearson",
-                     "semantic similarity from 0 to 5 (regression)"),
-}
-
-
-def _read_glue_tsv(path: Path, name: str) -> list[Example]:
-    spec = GLUE[name]
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist; run `python -m minialbert tasks --download "
-                                f"{name}`, or pass a directory holding GLUE's {spec.folder} folder "
-                                f"(train.tsv, dev.tsv)")
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-    header, start = (rows[0], 1) if spec.header and rows else ([], 0)
-
-    def column(key: str | int | None) -> int | None:
-        if key is None or isinstance(key, int):
-            return key
-        if key not in header:
-            raise ValueError(f"{path}: no column {key!r} in the header ({', '.join(header)}); is this "
-                             f"GLUE's {spec.folder} file?")
-        return header.index(key)
-
-    a, b, y = column(spec.text_a), column(spec.text_b), column(spec.label)
-    examples = []
-    for line, row in enumerate(rows[start:], start=start + 1):
-        if not any(cell.strip() for cell in row):
-            continue
-        if max(i for i in (a, b, y) if i is not None) >= len(row):
-            raise ValueError(f"{path}, line {line}: {len(row)} columns, too few for GLUE's "
-                             f"{spec.folder} layout")
-        raw = row[y].strip()
-        if spec.labels:
-            if raw not in spec.label_values:
-                raise ValueError(f"{path}, line {line}: label {raw!r} is not one of "
-                                 f"{', '.join(spec.label_values)}")
-            label: int | float = spec.label_values.index(raw)
-        else:
-            try:
-                label = float(raw)
-            except ValueError:
-                raise ValueError(f"{path}, line {line}: score {raw!r} is not a number") from None
-        examples.append(Example(row[a], None if b is None else row[b], label))
-    if not examples:
-        raise ValueError(f"{path} holds no examples")
-    return examples
-
-
-@dataclass(frozen=True)
-class PinnedFile:
-    url: str
-    size: int                            # bytes
-    sha256: str
-
-
-# The files GLUE's download script (nyu-mll/GLUE-baselines, download_glue_data.py) fetches, with the sizes
-# and sha256 that Hugging Face datasets and TensorFlow Datasets record for them. MRPC has no GLUE archive:
-# like GLUE's script, we split the Microsoft corpus's training file (SentEval's copy) by GLUE's list of
-# dev pairs.
-_FB = "https://dl.fbaipublicfiles.com"
-GLUE_DOWNLOADS: dict[str, tuple[PinnedFile, ...]] = {
-    "sst2": (PinnedFile(f"{_FB}/glue/data/SST-2.zip", 7439277,
-                        "d67e16fb55739c1b32cdce9877596db1c127dc322d93c082281f64057c16deaa"),),
-    "cola": (PinnedFile(f"{_FB}/glue/data/CoLA.zip", 376971,
-                        "f212fcd832b8f7b435fb991f101abf89f96b933ab400603bf198960dfc32cbff"),),
-    "rte": (PinnedFile(f"{_FB}/glue/data/RTE.zip", 697150,
-                       "6bf86de103ecd335f3441bd43574d23fef87ecc695977a63b82d5efb206556ee"),),
-    "stsb": (PinnedFile(f"{_FB}/glue/data/STS-B.zip", 802872,
-                        "e60a6393de5a8b5b9bac5020a1554b54e3691f9d600b775bd131e613ac179c85"),),
-    "mrpc": (PinnedFile(f"{_FB}/senteval/senteval_data/msr_paraphrase_train.txt", 1047044,
-                        "60a9b09084528f0673eedee2b69cb941920f0b8cd0eeccefc464a98768457f89"),
-             PinnedFile(f"{_FB}/glue/data/mrpc_dev_ids.tsv", 6222,
-                        "971d7767d81b997fd9060ade0ec23c4fc31cbb226a55d1bd4a1bac474eb81dc7")),
-}
-
-
-def default_glue_dir() -> Path:
-    """Where download_glue puts GLUE and load_task looks for it by default: cache_dir()/glue."""
-    return cache_dir() / "glue"
-
-
-def glue_downloaded(name: str, directory: str | Path) -> bool:
-    """Whether DIRECTORY holds GLUE task `name` as download_glue lays it out (train.tsv and dev.tsv)."""
-    folder = Path(directory) / GLUE[name].folder
-    return all((folder / f"{split}.tsv").is_file() for split in ("train", "dev"))
-
-
-def download_glue(name: str, directory: str | Path | None = None) -> Path:
-    """Fetch GLUE task `name` into DIRECTORY/<folder>/train.tsv and dev.tsv (default directory:
-    default_glue_dir()), each file checked against its pinned size and sha256 and written atomically;
-    returns the directory. A task already there is not fetched again."""
-    if name not in GLUE_DOWNLOADS:
-        raise ValueError(f"unknown GLUE task {name!r}; choose one of {', '.join(GLUE_DOWNLOADS)}")
-    directory = Path(directory) if directory is not None else default_glue_dir()
-    if glue_downloaded(name, directory):
-        return directory
-    paths = [download(f.url, directory / "downloads" / Path(f.url).name, sha256=f.sha256,
-                      expected_size=f.size) for f in GLUE_DOWNLOADS[name]]
-    splits = _mrpc_splits(*paths) if name == "mrpc" else _zip_splits(paths[0], GLUE[name].folder)
-    for split, data in splits.items():
-        atomic_write(directory / GLUE[name].folder / f"{split}.tsv", data)
-    return directory
-
-
-def _zip_splits(archive: Path, folder: str) -> dict[str, bytes]:
-    try:
-        with zipfile.ZipFile(archive) as z:
-            return {split: z.read(f"{folder}/{split}.tsv") for split in ("train", "dev")}
-    except (zipfile.BadZipFile, KeyError) as e:
-        raise ValueError(f"{archive} is not GLUE's {folder} archive ({e}); delete it and download "
-                         f"again") from e
-
-
-def _mrpc_splits(corpus: Path, dev_ids: Path) -> dict[str, bytes]:
-    """GLUE's MRPC train.tsv and dev.tsv: the corpus's training pairs, split by GLUE's (id1, id2) dev list."""
-    dev_pairs = {tuple(line.split("\t")[:2]) for line in dev_ids.read_text(encoding="utf-8-sig").splitlines()
-                 if line.strip()}
-    header, *rows = corpus.read_text(encoding="utf-8-sig").splitlines(keepends=True)
-    in_dev = [tuple(row.split("\t")[1:3]) in dev_pairs for row in rows]
-    train = [row for row, d in zip(rows, in_dev) if not d]
-    dev = [row for row, d in zip(rows, in_dev) if d]
-    if not train or not dev:
-        raise ValueError(f"splitting {corpus} by {dev_ids} left {len(train)} training and {len(dev)} "
-                         f"dev pairs; these are not MRPC's files")
-    return {"train": "".join([header, *train]).encode(), "dev": "".join([header, *dev]).encode()}
-
-
-def load_glue(name: str, directory: str | Path) -> Task:
-    """A GLUE task from local files: DIRECTORY/<folder>/train.tsv and dev.tsv (e.g. glue/SST-2/dev.tsv)."""
-    if name not in GLUE:
-        raise ValueError(f"unknown GLUE task {name!r}; choose one of {', '.join(GLUE)}")
-    spec = GLUE[name]
-    folder = Path(directory) / spec.folder
-    return Task(name, spec.about, f"GLUE {spec.folder} ({folder})", spec.labels, spec.metric,
-                _read_glue_tsv(folder / "train.tsv", name), _read_glue_tsv(folder / "dev.tsv", name))
 
 
 # ---------------------------------------------------------------------------------- registry

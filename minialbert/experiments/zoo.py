@@ -413,7 +413,7 @@ def left_plateau(records: list[dict], unigram: dict) -> int | None:
 
 
 def format_summary(rows: list[dict], markdown: bool = False) -> str:
-    """The summary as a table for a terminal, or (markdown) for README's zoo section."""
+    """The summary as a table for a terminal, or (markdown) for docs/zoo.md."""
     def pct(p):
         return f"{100 * p['accuracy']:.1f}% [{100 * p['ci95'][0]:.1f}, {100 * p['ci95'][1]:.1f}]"
     if markdown:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import triton
 
-from . import flash_attention, flash_attention_v2
+from . import flash_attention, flash_attention_v2, tiles
 
 
 @dataclass(frozen=True)
@@ -90,8 +90,8 @@ WARP_SIZE = 32
 KERNELS = {"fwd": "_attn_fwd", "delta": "_attn_bwd_delta", "dkdv": "_attn_bwd_dkdv", "dq": "_attn_bwd_dq",
            "fwd_v2": "attn_fwd_v2", "bwd_v2": "attn_bwd_v2", "scale_dq_v2": "scale_dq_v2"}
 VERSION_2 = ("fwd_v2", "bwd_v2", "scale_dq_v2")
-AUTOTUNE_TILES = {"fwd": flash_attention.FWD_TILES, "dkdv": flash_attention.DKDV_TILES,
-                  "dq": flash_attention.DQ_TILES, "fwd_v2": flash_attention_v2.FWD_TILES,
+AUTOTUNE_TILES = {"fwd": tiles.FWD_TILES, "dkdv": tiles.DKDV_TILES,
+                  "dq": tiles.DQ_TILES, "fwd_v2": flash_attention_v2.FWD_TILES,
                   "bwd_v2": flash_attention_v2.BWD_TILES}
 DELTA_BLOCK_M = 64                # FusedAttention.backward launches _attn_bwd_delta with BLOCK_M=64 and
 DELTA_WARPS, DELTA_STAGES = 4, 3  # Triton's default warps and stages
@@ -146,7 +146,7 @@ def launch_variants(kernel: str, dtype: str, head_dim: int, target: str) -> list
     if kernel in VERSION_2:
         return [Variant(**common, block_m=m, block_n=n, num_warps=w, num_stages=s, autotuned=True)
                 for m, n, w, s in flash_attention_v2.candidate_tiles(AUTOTUNE_TILES[kernel], head_dim)]
-    configs = flash_attention.autotune_configs(AUTOTUNE_TILES[kernel], head_dim)
+    configs = tiles.autotune_configs(AUTOTUNE_TILES[kernel], head_dim)
     return [Variant(**common, block_m=c.kwargs["BLOCK_M"], block_n=c.kwargs["BLOCK_N"], num_warps=c.num_warps,
                     num_stages=c.num_stages, autotuned=True) for c in configs]
 

@@ -31,6 +31,7 @@ from torch.autograd.function import once_differentiable
 from triton import knobs
 
 from .flash_attention_v2 import attention_v2
+from .tiles import DKDV_TILES, DQ_TILES, FWD_TILES, autotune_configs
 
 INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
 FIXED_BLOCK = 32                        # tiles where nothing is autotuned: interpreter, and float32
@@ -228,52 +229,6 @@ def _attn_bwd_dq(Q, K, V, DO, LSE, Delta, DQ, Lengths, sm_scale, qk_scale, N_CTX
                       qk_scale, HEAD_DIM, BLOCK_N, True, PRECISION)
     tl.store(DQ + base + q_offs, tl.where(real[:, None], dq * sm_scale, 0.0).to(DQ.dtype.element_ty),
              mask=(rows < N_CTX)[:, None])
-
-
-# GPU only: each kernel picks its tiles per (N, head dim, dtype) by timing these once. The forward and dQ
-# kernels keep a big query tile and stream small key tiles; the dK/dV kernel does the opposite. Each entry
-# reads (BLOCK_M, BLOCK_N, num_warps, num_stages): the largest head dim it is tried at. Past it, the config
-# spills: its float32 accumulators grow with the head dim (BLOCK x HEAD_DIM per block), and beyond 255
-# registers per thread ptxas parks values in local memory, i.e. slow traffic to HBM. Found by compiling every
-# entry for sm_80, sm_89 and sm_90 with Triton 3.9 (benchmarks/kernel_report.py writes
-# assets/benchmarks/kernel_report.json); tests/test_kernel_compile.py fails on a spill autotuning may pick.
-FWD_TILES = {
-    (64, 32, 4, 2): 128, (64, 32, 4, 3): 128, (64, 32, 8, 3): 128,
-    (64, 64, 4, 2): 128, (64, 64, 4, 3): 128, (64, 64, 8, 3): 128,
-    (128, 32, 4, 2): 128, (128, 32, 4, 3): 128, (128, 32, 8, 3): 128,
-    (128, 64, 4, 2): 64, (128, 64, 4, 3): 64,           # d=128: spills on every target
-    (128, 64, 8, 3): 128,
-    (128, 128, 4, 2): 16, (128, 128, 4, 3): 16,         # d=32: spills on every target
-    (128, 128, 8, 3): 64,                               # d=128: spills on sm_80
-}
-DKDV_TILES = {
-    (32, 64, 4, 2): 128, (32, 64, 4, 3): 128, (32, 64, 8, 2): 128,
-    (32, 128, 4, 2): 64, (32, 128, 4, 3): 64,           # d=128: spills on every target
-    (32, 128, 8, 2): 64,                                # d=128: spills on sm_89
-    (64, 64, 4, 2): 64,                                 # d=128: spills on sm_80 and sm_89
-    (64, 64, 4, 3): 64,                                 # d=128: spills on sm_80
-    (64, 64, 8, 2): 128,
-    (64, 128, 4, 2): 16,                                # d=32: spills on every target
-    (64, 128, 4, 3): 16,                                # d=32: spills on sm_90
-    (64, 128, 8, 2): 64,                                # d=128: spills on every target
-}
-DQ_TILES = {
-    (64, 32, 4, 2): 64,                                 # d=128: spills on sm_89
-    (64, 32, 4, 3): 128, (64, 32, 8, 2): 128,
-    (64, 64, 4, 2): 128, (64, 64, 4, 3): 128,
-    (64, 64, 8, 2): 64,                                 # d=128: spills on sm_89
-    (128, 32, 4, 2): 64, (128, 32, 4, 3): 64,           # d=128: spills on every target
-    (128, 32, 8, 2): 128,
-    (128, 64, 4, 2): 32,                                # d=64: spills on sm_80 and sm_89
-    (128, 64, 4, 3): 32,                                # d=64: spills on sm_89
-    (128, 64, 8, 2): 64,                                # d=128: spills on sm_80
-}
-
-
-def autotune_configs(tiles: dict, head_dim: int) -> list[triton.Config]:
-    """The configs of a tile table above that autotuning tries at `head_dim`."""
-    return [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s)
-            for (m, n, w, s), largest_head_dim in tiles.items() if head_dim <= largest_head_dim]
 
 
 def _tried_at(tiles: dict, configs: list, named_args: dict, **meta) -> list:
