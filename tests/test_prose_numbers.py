@@ -16,9 +16,10 @@ The convention, written here because this is where it is enforced:
 - **Cited numbers are marked.** A number that is the paper's, or another cited source's (another
   lesson, a datasheet), is written in italics with nothing else between the asterisks: `*86.5%*`,
   `*0.3x*`, `*4,096*`. Each lesson says so once, near the paper's numbers. Marked numbers are not read.
-- **README.** A README paragraph or table row that names exactly one lesson ("lesson 08", `08_...`,
-  or a table row starting with the lesson's number) is held to the same rule against that lesson's
-  outputs and the JSON files the paragraph names (`gpu_check_<gpu>.json`: every file of that pattern).
+- **README and docs/.** A paragraph or table row of README or of a docs/ page that names exactly one
+  lesson ("lesson 08", `08_...`, or a table row starting with the lesson's number) is held to the same
+  rule against that lesson's outputs and the JSON files the paragraph names (`gpu_check_<gpu>.json`:
+  every file of that pattern).
 
 A failure lists each number that no output holds, with the sentence around it, so the fix is either
 the prose (say what the output says) or the output (print what the prose needs), never the test.
@@ -144,11 +145,14 @@ def test_every_number_in_a_lessons_prose_is_printed_by_it(path):
 LESSON_NAMED = re.compile(r"\blessons? (\d\d)\b|\b(\d\d)_[a-z]\w+|^\| (\d\d) \|")
 
 
-def readme_blocks() -> list[tuple[int, str, str]]:
-    """README's paragraphs, list items and table rows that name exactly one lesson: (line, lesson number,
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]     # README and the pages it links
+
+
+def readme_blocks(page: Path = ROOT / "README.md") -> list[tuple[int, str, str]]:
+    """A page's paragraphs, list items and table rows that name exactly one lesson: (line, lesson number,
     text)."""
     blocks, current, start = [], [], 0
-    lines = (ROOT / "README.md").read_text().splitlines()
+    lines = page.read_text().splitlines()
     for i, line in enumerate([*lines, ""]):
         item = re.match(r"\s*(?:[-*]|\d+\.) ", line) is not None        # a list item is a block of its own
         if not line.strip() or line.startswith("|") or line.startswith("#") or item:
@@ -180,14 +184,16 @@ def test_the_readme_blocks_that_describe_a_lesson_are_found():
     assert {"05", "08"} <= found, found
 
 
-def test_every_number_the_readme_gives_for_a_lesson_is_printed_by_it():
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_number_readme_and_docs_give_for_a_lesson_is_printed_by_it(page):
     missing = []
-    for line, number, text in readme_blocks():
+    for line, number, text in readme_blocks(page):
         patterns = {re.sub(r"<[^>]*>", "*", name) for name in README_JSON.findall(text)}
         sources = lesson_sources(lesson_path(number)) | numbers_of_jsons(patterns)
-        missing += [f"README line {line} (lesson {number}): {m}" for m in unmatched(text, sources)]
-    assert not missing, f"{len(missing)} number(s) in README that the lesson described does not print:\n" \
-        + "\n".join(missing)
+        where = f"{page.relative_to(ROOT)} line {line} (lesson {number})"
+        missing += [f"{where}: {m}" for m in unmatched(text, sources)]
+    assert not missing, (f"{len(missing)} number(s) in {page.name} that the lesson described does not "
+                         f"print:\n" + "\n".join(missing))
 
 
 # ------------------------------------------------------------------------------------- the reader itself
