@@ -1,9 +1,9 @@
 """The course model zoo: the named pretraining runs the replication lessons share, shipped and cached.
 
-Every entry is the scale's ALBERT (or its BERT twin) trained with the scale's one recipe on the
-same data for the same number of steps; entries differ only in what their name says (objective,
-architecture, sharing, embedding size, seed, length-balanced pairs, a lesson's or a long budget),
-so any two of them can be compared. An entry is a normal run directory (config.json, metrics.jsonl,
+Every entry (zoo_entries.py) is the scale's ALBERT (or its BERT twin) trained with the scale's one
+recipe on the same data for the same number of steps; entries differ only in what their name says
+(objective, architecture, sharing, embedding size, seed, length-balanced pairs, a lesson's or a long
+budget, ALBERT's own optimizer at twice the width), so any two of them can be compared. An entry is a normal run directory (config.json, metrics.jsonl,
 checkpoints/, evaluation.json) named <name>-<key>, where key hashes the model config, the training
 arguments, the training data's key and RECIPE_VERSION. It lives in one of two places:
 
@@ -27,7 +27,6 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -49,6 +48,7 @@ from ..evaluation import MLMBaselines, evaluate_pretraining
 from ..model import AlbertForPretraining
 from ..scale import Scale
 from ..train import TrainArgs, pretrain
+from .zoo_entries import ENTRIES, Entry
 
 RECIPE_VERSION = 3        # bump when a code change alters what the same settings train to
 ZOO_FORMAT = 1            # the shipped folder's layout (zoo/v<ZOO_FORMAT>/)
@@ -57,69 +57,6 @@ SHIPPED_MANIFEST = "MANIFEST.json"   # {"entries": {name: dir name}, "files": {p
 CURVE_EXAMPLES = 10_000              # held-out examples per evaluation along training (all when fewer)
 # Arguments that only change how often a run reports or saves, not the weights it ends with.
 NOT_IN_KEY = ("eval_every", "eval_examples", "checkpoint_every", "keep_last")
-
-
-@dataclass(frozen=True)
-class Entry:
-    name: str
-    objective: str                    # mlm | nsp | sop
-    about: str
-    arch: str = "albert"              # albert | bert (the scale's BERT twin: no sharing, E = H)
-    changes: tuple = ()               # config fields changed from the preset: ((field, value), ...)
-    seed: int = 0
-    budget: str = "zoo"               # zoo: scale.zoo_steps; lesson: scale.pretrain_steps (lesson 05);
-                                      # long: 4 x scale.zoo_steps (the schedule stretched, not continued)
-    balanced: bool = False            # train on length-balanced pairs (pretraining_data.length_balanced)
-    lr_factor: float = 1.0            # the scale's learning rate times this
-    warmup_factor: float = 1.0        # the scale's warmup steps times this (at most the entry's steps)
-
-
-ENTRIES: dict[str, Entry] = {e.name: e for e in (
-    Entry("albert-sop", "sop", "ALBERT as the paper trains it: MLM + sentence-order prediction"),
-    Entry("albert-nsp", "nsp", "ALBERT with BERT's next-sentence prediction instead of SOP"),
-    Entry("albert-mlm", "mlm", "ALBERT with MLM alone, no sentence objective"),
-    Entry("bert-nsp", "nsp", "the BERT twin (no sharing, E = H) trained as BERT was: MLM + NSP", arch="bert"),
-    Entry("bert-sop", "sop", "the BERT twin with ALBERT's objective: differs from albert-sop only in "
-                             "sharing and factorization", arch="bert"),
-    Entry("lesson-albert-sop", "sop", "lesson 05's own short run of albert-sop's recipe, with two layers "
-                                      "(fewer layers leave the plateau in fewer steps)",
-          changes=(("num_layers", 2),), budget="lesson"),
-    # The paper's Table 4 (what to share) and Table 3 (embedding size E under all-sharing), at course
-    # width: albert-sop is the all-shared E = H = 64 point (still projected, as transformers does) and
-    # bert-sop the not-shared one.
-    Entry("albert-share-attention", "sop", "albert-sop sharing only the attention sublayer across layers "
-                                           "(each layer its own FFN)", changes=(("sharing", "attention"),)),
-    Entry("albert-share-ffn", "sop", "albert-sop sharing only the FFN sublayer across layers (each layer its "
-                                     "own attention)", changes=(("sharing", "ffn"),)),
-    Entry("albert-share-none", "sop", "albert-sop with nothing shared (keeps ALBERT's E -> H projection)",
-          changes=(("sharing", "none"),)),
-    Entry("albert-e16", "sop", "albert-sop with a narrower embedding, E = 16",
-          changes=(("embedding_size", 16),)),
-    Entry("albert-e32", "sop", "albert-sop with a narrower embedding, E = 32 (the earlier course default)",
-          changes=(("embedding_size", 32),)),
-    # The NSP vs SOP ablation (the paper's Table 5) needs more than one seed per arm: seed 0 is the
-    # entry above, these differ from it only in the seed (initialisation, data order, masking).
-    *(Entry(f"albert-{objective}-seed{seed}", objective, f"albert-{objective} with seed {seed}", seed=seed)
-      for objective in ("mlm", "nsp", "sop") for seed in (1, 2)),
-    # The ablation's fourth arm: SOP on pairs whose segment lengths say nothing about the order. At 32
-    # tokens the recipe's SOP pairs carry a length cue (a rule on the two lengths alone scores 55%).
-    *(Entry(f"albert-sop-balanced{f'-seed{seed}' if seed else ''}", "sop",
-            f"albert-sop trained on length-balanced pairs{f', seed {seed}' if seed else ''} (no length cue)",
-            seed=seed, balanced=True) for seed in (0, 1, 2)),
-    # The smoothness study at depth (the paper's Figure 2 uses 24-layer models): with 4 layers neither
-    # oscillation nor "does not converge to 0" can be judged, so one pair with 12 layers, otherwise
-    # albert-sop and bert-sop. At the 4-layer rate (3e-3, 300 warmup steps) both 12-layer post-LN stacks
-    # learned for about 2,000 steps, then collapsed onto the unigram guess for good: so a third of the
-    # rate and six times the warmup.
-    *(Entry(name, "sop", about, arch=arch, changes=(("num_layers", 12),), lr_factor=1 / 3, warmup_factor=6)
-      for name, arch, about in (
-          ("albert-deep", "albert", "albert-sop with 12 layers (the smoothness study at depth)"),
-          ("bert-deep", "bert",
-           "bert-sop with 12 layers: albert-deep's twin without sharing or factorization"))),
-    Entry("albert-sop-balanced-long", "sop", "albert-sop-balanced trained four times longer: does SOP "
-                                             "without a length cue need more compute?",
-          balanced=True, budget="long"),
-)}
 
 
 def entry(name: str) -> Entry:
@@ -140,6 +77,7 @@ def entry_args(e: Entry, scale: Scale) -> TrainArgs:
     # evaluations along training read a fixed sample of the held-out split; evaluation.json all of it.
     return TrainArgs.from_scale(scale, objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,
                                 lr=scale.learning_rate * e.lr_factor, warmup=warmup,
+                                optimizer=e.optimizer or scale.optimizer,
                                 checkpoint_every=eval_every, keep_last=scale.zoo_evals + 1,
                                 eval_examples=min(CURVE_EXAMPLES, scale.eval_examples or CURVE_EXAMPLES))
 
@@ -303,7 +241,7 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
     done = read_json(ckpt / "trainer_state.json")["step"] if ckpt else 0
     if done < args.steps:
         threads = torch.get_num_threads()
-        torch.set_num_threads(scale.zoo_threads)   # float sums depend on the thread count: pin it
+        torch.set_num_threads(e.threads or scale.zoo_threads)   # float sums depend on it: pin it
         try:
             pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir, resume=ckpt is not None,
                      callbacks=callbacks, progress=progress, device=device, compile=compile)
