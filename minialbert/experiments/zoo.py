@@ -3,9 +3,10 @@
 Every entry (zoo_entries.py) is the scale's ALBERT (or its BERT twin) trained with the scale's one
 recipe on the same data for the same number of steps; entries differ only in what their name says
 (objective, architecture, sharing, embedding size, seed, length-balanced pairs, a lesson's or a long
-budget, ALBERT's own optimizer at twice the width), so any two of them can be compared. An entry is a normal run directory (config.json, metrics.jsonl,
-checkpoints/, evaluation.json) named <name>-<key>, where key hashes the model config, the training
-arguments, the training data's key and RECIPE_VERSION. It lives in one of two places:
+budget, ALBERT's own optimizer at twice the width), so any two of them can be compared. An entry is a
+normal run directory (config.json, metrics.jsonl, checkpoints/, evaluation.json) named <name>-<key>,
+where key hashes the model config, the training arguments, the training data's key and RECIPE_VERSION.
+It lives in one of two places:
 
     zoo/v<ZOO_FORMAT>/<scale>/<name>-<key>     shipped with the repository (course scale): weights
                                                only, every file listed with its sha256 in the
