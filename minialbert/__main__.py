@@ -136,8 +136,8 @@ def cmd_ablation(args: argparse.Namespace, scale: Scale) -> None:
 
     arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(ARMS)
     sizes = lesson_sizes(scale)                                 # lesson 08's, so the two agree
-    result = run_ablation(arms, args.seeds or sizes.ablation.seeds, scale, sizes.ablation,
-                          sizes.downstream.finetune, progress=not args.quiet,
+    ablation = dataclasses.replace(sizes.ablation, seeds=args.seeds) if args.seeds else sizes.ablation
+    result = run_ablation(arms, scale, ablation, sizes.downstream.finetune, progress=not args.quiet,
                           downstream=() if args.no_downstream else DOWNSTREAM_TASKS)
     print(format_summary(result))
     axes = plot_ablation(result)

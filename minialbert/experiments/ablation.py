@@ -363,21 +363,21 @@ class AblationSizes:
     downstream_labels: int = 256    # labelled examples per downstream task
 
 
-def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, sizes: AblationSizes, finetune: FinetuneArgs,
+def run_ablation(arms: Sequence[str], scale: Scale, sizes: AblationSizes, finetune: FinetuneArgs,
                  downstream: Sequence[str] = DOWNSTREAM_TASKS, curves: bool = True,
                  progress: bool = True) -> dict:
     """The whole experiment: returns a JSON-ready dict (see the module doc). Builds missing zoo entries.
     `finetune` is each downstream run's arguments (its seed is replaced by each arm's seed)."""
     if not arms or any(a not in ARMS for a in arms):
         raise ValueError(f"arms must be a non-empty subset of {', '.join(ARMS)}, got {list(arms)}")
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
+    if isinstance(sizes.seeds, bool) or not isinstance(sizes.seeds, int) or sizes.seeds < 1:
+        raise ValueError(f"seeds must be an integer >= 1, got {sizes.seeds!r}")
     t0 = time.perf_counter()
     data = {objective: heldout(objective, scale) for objective in OBJECTIVES}
     probe_train = {task: course_pretraining_data(task, "train", scale) for task in SENTENCE_TASKS}
     tokenizer = course_tokenizer(scale)
     matched = {task: length_matched(data[task], tokenizer=tokenizer) for task in SENTENCE_TASKS}
-    result = {"scale": scale.name, "arms": list(arms), "seeds": list(range(seeds)),
+    result = {"scale": scale.name, "arms": list(arms), "seeds": list(range(sizes.seeds)),
               "heldout": {task: {"examples": len(d), "length_matched": len(matched.get(task, []))}
                           for task, d in data.items()},
               "probe_examples": sizes.probe_examples,
@@ -385,7 +385,7 @@ def run_ablation(arms: Sequence[str], seeds: int, scale: Scale, sizes: AblationS
               "shortcut": shortcuts(probe_train, data, matched, tokenizer),
               "runs": [], "curves": {}, "downstream": []}
     models = {(arm, seed): zoo.load(arm_entry(arm, seed), scale, progress=progress)
-              for arm in arms for seed in range(seeds)}
+              for arm in arms for seed in range(sizes.seeds)}
     reference = next(iter(models.values())).config
     torch.manual_seed(0)
     random_init = AlbertForPretraining(reference, sentence_task=None).eval()
