@@ -17,12 +17,15 @@ import torch
 
 import minialbert as ma
 from minialbert.kernels import INTERPRET, VERSIONS, fused_attention, reference_attention
+from minialbert.kernels.flash_attention_v2 import DQ_MODES
 
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
 TOLERANCE = {torch.float32: dict(atol=2e-5, rtol=1e-4), torch.float16: dict(atol=3e-3, rtol=3e-3),
              torch.bfloat16: dict(atol=3e-2, rtol=3e-2)}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Version 1, and version 2 with each way its dQ shares meet ("atomic", "scalar", "partials"): (version, dq).
+KERNELS = [pytest.param(1, "atomic", id="v1")] + [pytest.param(2, m, id=f"v2-{m}") for m in DQ_MODES]
 
 
 def test_interpreter_is_on_without_cuda():
@@ -35,11 +38,11 @@ def make_inputs(B, h, N, d, dtype, seed=0):
     return q, k, v, do
 
 
-def run_both(q, k, v, do, lengths, blocks, sm_scale=None, version=1):
+def run_both(q, k, v, do, lengths, blocks, sm_scale=None, version=1, dq="atomic"):
     """Kernel output and grads (in the input dtype) and the float64 reference's, as two tuples."""
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     out = fused_attention(*leaves, key_lengths=lengths, sm_scale=sm_scale,
-                          block_m=blocks[0], block_n=blocks[1], version=version)
+                          block_m=blocks[0], block_n=blocks[1], version=version, dq=dq)
     out.backward(do)
     ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
     ref = reference_attention(*ref_leaves, key_lengths=lengths, sm_scale=sm_scale)
@@ -47,8 +50,8 @@ def run_both(q, k, v, do, lengths, blocks, sm_scale=None, version=1):
     return (out, *(t.grad for t in leaves)), (ref, *(t.grad for t in ref_leaves))
 
 
-def check_against_reference(q, k, v, do, lengths, blocks, sm_scale=None, version=1):
-    ours, ref = run_both(q, k, v, do, lengths, blocks, sm_scale, version)
+def check_against_reference(q, k, v, do, lengths, blocks, sm_scale=None, version=1, dq="atomic"):
+    ours, ref = run_both(q, k, v, do, lengths, blocks, sm_scale, version, dq)
     B, _, N, _ = q.shape
     full = torch.full((B,), N, device=DEVICE)
     real = torch.arange(N, device=DEVICE) < (full if lengths is None else lengths)[:, None]     # (B, N)
@@ -71,48 +74,54 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("case", CASES)
-def test_matches_float64_reference(case, version):
+# The other dQ modes differ from version 2's "atomic" only in how dQ's shares meet: the ragged and mixed
+# cases (partial tiles in fp32 and fp16, d=64 and 128) cover them.
+DQ_MODE_CASES = ("ragged-fp32-d64", "ragged-fp16-d64", "mixed-fp16-d128")
+REFERENCE_RUNS = [pytest.param(case, *kernel.values, id=f"{case}-{kernel.id}") for case in CASES
+                  for kernel in KERNELS if kernel.values[1] == "atomic" or case in DQ_MODE_CASES]
+
+
+@pytest.mark.parametrize("case, version, dq", REFERENCE_RUNS)
+def test_matches_float64_reference(case, version, dq):
     lengths, N, d, dtype, blocks = CASES[case]
     B = 2 if lengths is None else len(lengths)
     q, k, v, do = make_inputs(B, 2, N, d, dtype)
     if lengths is not None:
         lengths = torch.tensor(lengths, dtype=torch.int32, device=DEVICE)
-    check_against_reference(q, k, v, do, lengths, blocks, version=version)
+    check_against_reference(q, k, v, do, lengths, blocks, version=version, dq=dq)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_custom_scale_zero_length_and_default_tiles(version):
+@pytest.mark.parametrize("version, dq", KERNELS)
+def test_custom_scale_zero_length_and_default_tiles(version, dq):
     q, k, v, do = make_inputs(3, 2, 40, 32, torch.float32, seed=1)
     lengths = torch.tensor([0, 40, 17], device=DEVICE)        # int64 is accepted; 0 = an empty sequence
     check_against_reference(q, k, v, do, lengths, (None, None), sm_scale=0.3,   # float32: fixed tiles
-                            version=version)
+                            version=version, dq=dq)
 
 
 @pytest.mark.filterwarnings("ignore:.*(invalid value|All-NaN):RuntimeWarning")    # numpy sees the NaN
-@pytest.mark.parametrize("version", VERSIONS)
-def test_padding_content_never_reaches_real_outputs(version):
+@pytest.mark.parametrize("version, dq", KERNELS)
+def test_padding_content_never_reaches_real_outputs(version, dq):
     q, k, v, do = make_inputs(2, 2, 50, 32, torch.float32, seed=2)
     lengths = torch.tensor([20, 45], device=DEVICE)
-    clean = run_both(q, k, v, do, lengths, (16, 32), version=version)[0]
+    clean = run_both(q, k, v, do, lengths, (16, 32), version=version, dq=dq)[0]
     pad = (torch.arange(50, device=DEVICE) >= lengths[:, None])[:, None, :, None]   # (B, 1, N, 1)
     poisoned = [t.masked_fill(pad, float("nan")) for t in (q, k, v, do)]
-    dirty = run_both(*poisoned, lengths, (16, 32), version=version)[0]
+    dirty = run_both(*poisoned, lengths, (16, 32), version=version, dq=dq)[0]
     for a, b in zip(clean, dirty):
         assert torch.isfinite(b).all()
         torch.testing.assert_close(a, b, atol=0, rtol=0)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_accepts_permuted_views_like_the_model(version):
+@pytest.mark.parametrize("version, dq", KERNELS)
+def test_accepts_permuted_views_like_the_model(version, dq):
     B, N, h, d = 2, 33, 2, 32
     qkv = torch.randn(B, N, 3, h, d, device=DEVICE).permute(2, 0, 3, 1, 4)    # 3 x (B, h, N, d) views
     q, k, v = qkv
     assert not q.is_contiguous()
     lengths = torch.tensor([33, 9], dtype=torch.int32, device=DEVICE)
-    torch.testing.assert_close(fused_attention(q, k, v, lengths, block_m=16, block_n=16, version=version),
-                               reference_attention(q, k, v, lengths), **TOLERANCE[torch.float32])
+    do = torch.randn(B, N, h, d, device=DEVICE).transpose(1, 2)                # the model's layout
+    check_against_reference(q, k, v, do, lengths, (16, 16), version=version, dq=dq)
 
 
 def _bad_calls():
@@ -132,6 +141,7 @@ def _bad_calls():
         "length < 0": ((x, x, x), dict(key_lengths=torch.tensor([-1, 2], device=DEVICE), check_lengths=True),
                        r"\[0, N=8\]"),
         "version 3": ((x, x, x), dict(version=3), r"version must be one of \(1, 2\)"),
+        "dq mode": ((x, x, x), dict(dq="vector"), r"dq must be one of \('atomic', 'scalar', 'partials'\)"),
         "block 24": ((x, x, x), dict(block_m=24, block_n=16), "powers of two"),
         "one block": ((x, x, x), dict(block_m=16), "both block_m and block_n"),
         "sm_scale": ((x, x, x), dict(sm_scale=-1.0), "sm_scale"),
@@ -214,17 +224,31 @@ def test_model_with_triton_backend_equals_sdpa(backend):
                                    msg=lambda m, n=name: f"grad of {n}: {m}")
 
 
-def test_version_2_reuses_its_dq_buffer_and_repeats_exactly():
-    """dQ's float32 buffer is kept per shape and must be zeros again after every backward."""
+@pytest.mark.parametrize("dq", DQ_MODES)
+def test_version_2_reuses_its_dq_buffer_and_repeats_exactly(dq):
+    """dQ's float32 accumulator is kept per shape and must be zeros again after every backward; "partials"
+    keeps none and must repeat bit-exactly on a GPU too (the others only in the interpreter)."""
     from minialbert.kernels import flash_attention_v2
 
     q, k, v, do = make_inputs(2, 2, 48, 32, torch.float16, seed=6)
     lengths = torch.tensor([48, 20], dtype=torch.int32, device=DEVICE)
-    first, second = (run_both(q, k, v, do, lengths, (16, 16), version=2)[0] for _ in range(2))
+    first, second = (run_both(q, k, v, do, lengths, (16, 16), version=2, dq=dq)[0] for _ in range(2))
     for a, b in zip(first, second):
         torch.testing.assert_close(a, b, atol=0, rtol=0)
-    buffers = [t for key, t in flash_attention_v2._DQ_ACCUMULATORS.items() if key[0] == tuple(q.shape)]
-    assert len(buffers) == 1 and buffers[0].dtype == torch.float32 and not buffers[0].any()
+    if dq != "partials":
+        buffers = [t for key, t in flash_attention_v2._DQ_ACCUMULATORS.items() if key[0] == tuple(q.shape)]
+        assert len(buffers) == 1 and buffers[0].dtype == torch.float32 and not buffers[0].any()
+
+
+def test_version_2_partials_read_only_what_the_key_tiles_wrote(monkeypatch):
+    """The partials buffer is never cleared: filled with NaN beforehand, nothing of it reaches dQ."""
+    from minialbert.kernels import flash_attention_v2
+
+    unfilled = flash_attention_v2._dq_buffer
+    monkeypatch.setattr(flash_attention_v2, "_dq_buffer", lambda *args: unfilled(*args).fill_(float("nan")))
+    q, k, v, do = make_inputs(3, 2, 40, 32, torch.float32, seed=8)
+    lengths = torch.tensor([0, 40, 17], device=DEVICE)
+    check_against_reference(q, k, v, do, lengths, (16, 16), version=2, dq="partials")
 
 
 def test_version_2_outputs_in_the_layout_the_model_reads_back():
@@ -317,37 +341,40 @@ def albert_lengths():
     return lengths.to(DEVICE)
 
 
-def test_version_2_dq_at_the_albert_shape_with_64x64_tiles():
+@pytest.mark.parametrize("dq", DQ_MODES)
+def test_version_2_dq_at_the_albert_shape_with_64x64_tiles(dq):
     """One head of test_gpu_albert_shapes (N=1000, 64x64 tiles), float32. Version 2's dq failed that GPU
     test on an H200 (0.1-0.3% of elements, some exactly zero) while this, in the interpreter, passes: the
     kernel's maths and masking are right at that shape, so the failure is in the compiled code."""
     q, k, v, do = make_inputs(4, 1, 1000, 64, torch.float32, seed=3)
-    check_against_reference(q, k, v, do, albert_lengths(), (64, 64), version=2)
+    check_against_reference(q, k, v, do, albert_lengths(), (64, 64), version=2, dq=dq)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (compiled Triton)")
+@pytest.mark.parametrize("dq", DQ_MODES)
 @pytest.mark.parametrize("tiles", [(64, 64, 8, 2), (64, 64, 8, 1), (64, 64, 4, 2), (32, 64, 8, 2)])
-def test_gpu_version_2_dq_by_backward_tiles(tiles):
+def test_gpu_version_2_dq_by_backward_tiles(tiles, dq):
     """Which launch settings break version 2's dq at the ALBERT shape (diagnostic, float16, d=64).
 
     On an H200 (assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json) every one of these failed, and so
     did d=128's tiles: whole query rows of dQ (pairs of heads, one 512-byte row of the float32 accumulator)
     lose all their atomic adds, mostly in the last batch entries, differently on each repeat, and a device
-    synchronize before the scaling kernel does not help. dK and dV, built from the same P and dS, pass."""
+    synchronize before the scaling kernel does not help. dK and dV, built from the same P and dS, pass.
+    That was dq="atomic" (vectorized red.global.add.v4.f32 on sm_90); "scalar" and "partials" await a GPU."""
     from minialbert.kernels import flash_attention_v2
 
     q, k, v, do = make_inputs(4, 12, 1000, 64, torch.float16, seed=3)
     lengths, sm_scale = albert_lengths(), 64 ** -0.5
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    flash_attention_v2.FusedAttentionV2.apply(*leaves, lengths, sm_scale, tiles).backward(do)
+    flash_attention_v2.FusedAttentionV2.apply(*leaves, lengths, sm_scale, tiles, dq).backward(do)
     ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
     reference_attention(*ref_leaves, key_lengths=lengths, sm_scale=sm_scale).backward(do.double())
     dq, ref = leaves[0].grad.double(), ref_leaves[0].grad
     zeros = int(((dq == 0) & (ref != 0)).sum())
     torch.testing.assert_close(dq, ref, **TOLERANCE[torch.float16],
-                               msg=lambda m: f"dq, tiles {tiles}: {zeros} exact zeros where the reference is "
-                                             f"not; {m}")
+                               msg=lambda m: f"dq={dq!r}, tiles {tiles}: {zeros} exact zeros where the "
+                                             f"reference is not; {m}")
 
 
 @pytest.mark.gpu

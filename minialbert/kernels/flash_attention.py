@@ -30,7 +30,7 @@ import triton.language as tl
 from torch.autograd.function import once_differentiable
 from triton import knobs
 
-from .flash_attention_v2 import attention_v2
+from .flash_attention_v2 import DEFAULT_DQ, DQ_MODES, attention_v2
 from .tiles import DKDV_TILES, DQ_TILES, FWD_TILES, autotune_configs
 
 INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
@@ -295,7 +295,8 @@ class FusedAttention(torch.autograd.Function):
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     key_lengths: torch.Tensor | None = None, sm_scale: float | None = None, *,
                     block_m: int | None = None, block_n: int | None = None,
-                    check_lengths: bool | None = None, version: int = DEFAULT_VERSION) -> torch.Tensor:
+                    check_lengths: bool | None = None, version: int = DEFAULT_VERSION,
+                    dq: str = DEFAULT_DQ) -> torch.Tensor:
     """softmax(q k^T * sm_scale) v on (B, h, N, d) tensors, ignoring keys at positions >= key_lengths[b].
 
     key_lengths: (B,) integers in [0, N] (None = no padding); rows past the length come out as zeros.
@@ -305,9 +306,13 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     version 1 is the first kernel (four launches per forward+backward, a 7-product backward); version 2
     (flash_attention_v2) reads nothing back by default (check_lengths=None: v1 checks, v2 clamps the
     lengths to [0, N] on the GPU), launches three kernels per forward+backward and does 5 products.
+    dq: how version 2's backward sums dQ over key tiles, one of DQ_MODES (flash_attention_v2 says what
+    each does); version 1 has one way and ignores it.
     """
     if version not in VERSIONS:
         raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
+    if dq not in DQ_MODES:
+        raise ValueError(f"dq must be one of {DQ_MODES}, got {dq!r}")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.dim() != 4:
             got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
@@ -361,7 +366,7 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         raise ValueError(f"sm_scale must be a positive finite number, got {sm_scale!r}")
     if version == 2:
         lengths = _lengths_v2(key_lengths, B, N, q.device, bool(check_lengths))
-        return attention_v2(q, k, v, lengths, float(sm_scale), blocks)
+        return attention_v2(q, k, v, lengths, float(sm_scale), blocks, dq)
     lengths = _check_lengths(key_lengths, B, N, q.device, check_lengths is not False)
     q, k, v = (t.contiguous() for t in (q, k, v))       # the model passes permuted views
     return FusedAttention.apply(q, k, v, lengths, float(sm_scale), blocks)

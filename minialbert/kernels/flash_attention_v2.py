@@ -18,6 +18,15 @@ call was time on the host, and its backward multiplied 7 tiles per tile pair whe
 Not yet correct compiled: on an H200 its dQ loses whole rows of atomic adds at N = 1000 (d = 64 and 128,
 every launch setting tried; assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json), so version 1 stays the
 default and the model's "triton-v2" backend is for measuring only. The interpreter passes every test.
+On sm_90 Triton compiles those adds to Hopper's vectorized `red.global.add.v4.f32`. How dQ's shares meet is
+therefore a choice, `attention_v2(..., dq=...)` (DQ_MODES; fused_attention passes its `dq` through):
+- "atomic" (the default until a GPU says otherwise): atomic adds as Triton vectorizes them;
+- "scalar": the same adds, but the accumulator's column offsets are multiplied by a run-time step (1) that
+  the compiler may not specialize, so it cannot prove them contiguous and emits scalar `red.global.add.f32`;
+- "partials": no atomics, deterministic. Each key tile stores its share for each query tile into its own
+  slice of a float32 (n_key_tiles, B, N, h, d) buffer (uninitialised: what is read was written), and the
+  second launch sums a sequence's real tiles in order. Memory: n_key_tiles times dQ's, in float32.
+All three do 5 products per tile pair in one forward and two backward launches.
 
 Padding is handled as in version 1: key tiles past a sequence's length are never visited, query tiles
 past it do no work, partial tiles are masked, and what padding holds (even NaN) never reaches a real output.
@@ -38,7 +47,9 @@ from triton.runtime.errors import OutOfResources
 INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
 FIXED_BLOCK, FIXED_WARPS, FIXED_STAGES = 32, 8, 2      # as version 1: interpreter and float32 tiles
-SCALE_BLOCK = 1024                      # elements per program of the dQ scaling kernel
+SCALE_BLOCK = 1024                      # elements per program of the dQ scaling (and summing) kernel
+DQ_MODES = ("atomic", "scalar", "partials")     # how dQ's shares from the key tiles meet (module docstring)
+DEFAULT_DQ = "atomic"                   # changes only when a GPU shows another mode right (and not slower)
 
 
 @triton.jit
@@ -103,9 +114,19 @@ def attn_fwd_v2(Q, K, V, O, LSE, Lengths, qk_scale, stride_b, stride_h, stride_n
 
 
 @triton.jit
+def _put_dq_share(ptrs, dq, mask, DQ_MODE: tl.constexpr):
+    """One key tile's (BM, d) share of a query tile's dQ: added into the float32 accumulator ("atomic",
+    "scalar": the pointers decide vector or scalar adds), or stored as this tile's partial ("partials")."""
+    if DQ_MODE == "partials":
+        tl.store(ptrs, dq, mask=mask)
+    else:
+        tl.atomic_add(ptrs, dq, mask=mask, sem="relaxed")
+
+
+@triton.jit
 def _bwd_loop(dk, dv, k, v, real_k, q_ptrs, o_ptrs, do_ptrs, dq_ptrs, lse_ptrs, offs_m, lo, hi, q_len,
               qk_scale, stride_n, o_stride_n, BLOCK_M: tl.constexpr, MASKED: tl.constexpr,
-              PRECISION: tl.constexpr):
+              PRECISION: tl.constexpr, DQ_MODE: tl.constexpr):
     """Stream query tiles [lo, hi) past one key tile: its dK and dV, and each query tile's share of dQ."""
     for start_m in range(lo, hi, BLOCK_M):
         if MASKED:                                                          # the one partial query tile
@@ -132,20 +153,24 @@ def _bwd_loop(dk, dv, k, v, real_k, q_ptrs, o_ptrs, do_ptrs, dq_ptrs, lse_ptrs, 
         dk += tl.dot(dsT.to(q.dtype), q, input_precision=PRECISION)        # 4: dK = dS^T Q (times scale)
         dq = tl.dot(tl.trans(dsT).to(k.dtype), k, input_precision=PRECISION)  # 5: (BM, d) this tile's dS K
         if MASKED:
-            tl.atomic_add(dq_ptrs + start_m * o_stride_n, dq, mask=real_q[:, None], sem="relaxed")
+            _put_dq_share(dq_ptrs + start_m * o_stride_n, dq, real_q[:, None], DQ_MODE)
         else:
-            tl.atomic_add(dq_ptrs + start_m * o_stride_n, dq, sem="relaxed")
+            _put_dq_share(dq_ptrs + start_m * o_stride_n, dq, None, DQ_MODE)
     return dk, dv
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["dq_col_step"])
 def attn_bwd_v2(Q, K, V, O, DO, LSE, DQ_ACC, DK, DV, Lengths, sm_scale, qk_scale, stride_b, stride_h,
-                stride_n, o_stride_b, o_stride_h, o_stride_n, N_CTX, N_HEADS,
+                stride_n, o_stride_b, o_stride_h, o_stride_n, N_CTX, N_HEADS, numel,
                 HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                PRECISION: tl.constexpr):
+                PRECISION: tl.constexpr, dq_col_step=1, DQ_MODE: tl.constexpr = "atomic"):
     """One program per (key tile, batch x head): dK, dV of the tile and its float32 shares of dQ.
 
-    o, do, dq_acc, dk and dv share one layout (o_stride_*); q, k and v another (stride_*).
+    o, do, dk and dv share one layout (o_stride_*); q, k and v another (stride_*). DQ_ACC: the (B, N, h, d)
+    float32 accumulator ("atomic", "scalar"), or the (n_key_tiles, B, N, h, d) partials ("partials"), whose
+    key tiles lie numel = B * N * h * d elements apart. dq_col_step is 1, given at run time and never
+    specialized: "scalar" multiplies the accumulator's column offsets by it. (Its default and DQ_MODE's are
+    the atomic mode, which compile tools that predate the modes, like compile_report, then compile.)
     """
     start_n, bh = tl.program_id(0), tl.program_id(1)
     b, h = bh // N_HEADS, bh % N_HEADS
@@ -161,15 +186,22 @@ def attn_bwd_v2(Q, K, V, O, DO, LSE, DQ_ACC, DK, DV, Lengths, sm_scale, qk_scale
     q_ptrs = Q + base + offs_m[:, None] * stride_n + offs_d[None, :]        # (BM, d) first query tile
     o_offs = o_base + offs_m[:, None] * o_stride_n + offs_d[None, :]
     lse_ptrs = LSE + bh * N_CTX + offs_m
+    if DQ_MODE == "partials":                                               # this key tile's own slice
+        dq_ptrs = DQ_ACC + start_n.to(tl.int64) * numel + o_offs
+    elif DQ_MODE == "scalar":                                               # columns not provably contiguous
+        dq_ptrs = DQ_ACC + o_base + offs_m[:, None] * o_stride_n + offs_d[None, :] * dq_col_step
+    else:
+        dq_ptrs = DQ_ACC + o_offs
 
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     full = q_len // BLOCK_M * BLOCK_M
-    dk, dv = _bwd_loop(dk, dv, k, v, real_k, q_ptrs, O + o_offs, DO + o_offs, DQ_ACC + o_offs, lse_ptrs,
-                       offs_m, 0, full, q_len, qk_scale, stride_n, o_stride_n, BLOCK_M, False, PRECISION)
-    dk, dv = _bwd_loop(dk, dv, k, v, real_k, q_ptrs, O + o_offs, DO + o_offs, DQ_ACC + o_offs, lse_ptrs,
+    dk, dv = _bwd_loop(dk, dv, k, v, real_k, q_ptrs, O + o_offs, DO + o_offs, dq_ptrs, lse_ptrs,
+                       offs_m, 0, full, q_len, qk_scale, stride_n, o_stride_n, BLOCK_M, False, PRECISION,
+                       DQ_MODE)
+    dk, dv = _bwd_loop(dk, dv, k, v, real_k, q_ptrs, O + o_offs, DO + o_offs, dq_ptrs, lse_ptrs,
                        offs_m, full, q_len, q_len, qk_scale, stride_n, o_stride_n, BLOCK_M, True,
-                       PRECISION)
+                       PRECISION, DQ_MODE)
 
     kv_offs = o_base + cols[:, None] * o_stride_n + offs_d[None, :]        # padded keys: zeros (k, v were)
     tl.store(DK + kv_offs, (dk * sm_scale).to(DK.dtype.element_ty), mask=(cols < N_CTX)[:, None])
@@ -184,6 +216,25 @@ def scale_dq_v2(DQ_ACC, DQ, sm_scale, numel, BLOCK: tl.constexpr):
     acc = tl.load(DQ_ACC + offs, mask=inside, other=0.0)
     tl.store(DQ + offs, (acc * sm_scale).to(DQ.dtype.element_ty), mask=inside)
     tl.store(DQ_ACC + offs, tl.zeros_like(acc), mask=inside)
+
+
+@triton.jit
+def sum_dq_partials_v2(DQ_ACC, DQ, Lengths, sm_scale, numel, o_stride_b, o_stride_n, N_CTX,
+                       BLOCK_N: tl.constexpr, BLOCK: tl.constexpr):
+    """dq = sm_scale * the sum of the key tiles' partials ("partials"), for BLOCK of sequence b's (N, h, d)
+    elements; zeros on padded rows, which no key tile wrote. Tiles are summed in order: deterministic."""
+    start, b = tl.program_id(0), tl.program_id(1)
+    length = tl.minimum(tl.maximum(tl.load(Lengths + b), 0), N_CTX).to(tl.int32)
+    offs = start * BLOCK + tl.arange(0, BLOCK)                              # (BLOCK,) within sequence b
+    real = offs < length * o_stride_n                                       # rows n < length: written
+    n_tiles = tl.where(start * BLOCK < length * o_stride_n, tl.cdiv(length, BLOCK_N), 0)  # the real key tiles
+    ptrs = DQ_ACC + b.to(tl.int64) * o_stride_b + offs                      # tile 0's partial
+    acc = tl.zeros([BLOCK], tl.float32)
+    for _ in range(0, n_tiles):
+        acc += tl.load(ptrs, mask=real, other=0.0)
+        ptrs += numel                                                       # the next key tile's partial
+    out = DQ + b.to(tl.int64) * o_stride_b + offs
+    tl.store(out, (acc * sm_scale).to(DQ.dtype.element_ty), mask=offs < o_stride_b)
 
 
 # GPU only: the tiles tried the first time a shape runs, as (BLOCK_M, BLOCK_N, num_warps, num_stages): the
@@ -240,15 +291,24 @@ def _dq_accumulator(o: torch.Tensor) -> torch.Tensor:
     return _DQ_ACCUMULATORS[key]
 
 
+def _dq_buffer(o: torch.Tensor, dq_mode: str, block_n: int) -> torch.Tensor:
+    """Where dQ's shares meet: the zeroed accumulator kept per shape ("atomic", "scalar"), or a new, unfilled
+    (n_key_tiles, B, N, h, d) float32 buffer of one partial per key tile of BLOCK_N keys ("partials")."""
+    if dq_mode != "partials":
+        return _dq_accumulator(o)
+    B, h, N, d = o.shape
+    return torch.empty((triton.cdiv(N, block_n), B, N, h, d), device=o.device, dtype=torch.float32)
+
+
 def _grid(N: int, BH: int, block: int) -> tuple[int, int]:
     return (triton.cdiv(N, block), BH)
 
 
 class FusedAttentionV2(torch.autograd.Function):
-    """One forward launch; a backward of two: the 5-product pass, then dQ's scaling."""
+    """One forward launch; a backward of two: the 5-product pass, then dQ's scaling (or summing)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, lengths, sm_scale, blocks):
+    def forward(ctx, q, k, v, lengths, sm_scale, blocks, dq_mode):
         B, h, N, d = q.shape
         o = _seq_major(B, h, N, d, q)
         lse = torch.empty((B, h, N), device=q.device, dtype=torch.float32)  # base-2 log-sum-exp
@@ -263,7 +323,7 @@ class FusedAttentionV2(torch.autograd.Function):
         tiles = blocks or _BEST_TILES.get(key) or tune_tiles(key, candidate_tiles(FWD_TILES, d), launch)
         launch(tiles)
         ctx.save_for_backward(q, k, v, o, lse, lengths)
-        ctx.sm_scale, ctx.blocks, ctx.precision = sm_scale, blocks, precision
+        ctx.sm_scale, ctx.blocks, ctx.precision, ctx.dq_mode = sm_scale, blocks, precision, dq_mode
         return o
 
     @staticmethod
@@ -273,32 +333,46 @@ class FusedAttentionV2(torch.autograd.Function):
         B, h, N, d = q.shape
         if do.stride() != o.stride():                   # the model's gradient arrives in o's layout
             do = torch.empty_like(o).copy_(do)
-        dq_acc = _dq_accumulator(o)
         dq, dk, dv = (torch.empty_like(o) for _ in range(3))
-        args = (q, k, v, o, do, lse, dq_acc, dk, dv, lengths, ctx.sm_scale, ctx.sm_scale * LOG2E,
-                *q.stride()[:3], *o.stride()[:3], N, h)
+        mode, numel = ctx.dq_mode, dq.numel()
 
-        def launch(tiles, acc=dq_acc):
+        def launch(tiles, buffer):
             block_m, block_n, warps, stages = tiles
-            attn_bwd_v2[_grid(N, B * h, block_n)](*args[:6], acc, *args[7:], HEAD_DIM=d, BLOCK_M=block_m,
-                                                  BLOCK_N=block_n, PRECISION=ctx.precision, num_warps=warps,
-                                                  num_stages=stages)
-        key = ("bwd", q.shape, q.dtype, q.device)      # tuned on a scratch buffer: dq_acc stays zeroed
-        tiles = ctx.blocks or _BEST_TILES.get(key) or tune_tiles(
-            key, candidate_tiles(BWD_TILES, d), functools.partial(launch, acc=torch.zeros_like(dq_acc)))
-        launch(tiles)
-        scale_dq_v2[(triton.cdiv(dq.numel(), SCALE_BLOCK),)](dq_acc, dq, ctx.sm_scale, dq.numel(),
-                                                             BLOCK=SCALE_BLOCK)
-        return dq, dk, dv, None, None, None
+            attn_bwd_v2[_grid(N, B * h, block_n)](
+                q, k, v, o, do, lse, buffer, dk, dv, lengths, ctx.sm_scale, ctx.sm_scale * LOG2E,
+                *q.stride()[:3], *o.stride()[:3], N, h, numel, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
+                PRECISION=ctx.precision, dq_col_step=1, DQ_MODE=mode, num_warps=warps, num_stages=stages)
+        key = ("bwd", mode, q.shape, q.dtype, q.device)
+        tiles = ctx.blocks or _BEST_TILES.get(key)
+        if tiles is None:                               # tuned on scratch: the accumulator stays zeroed
+            candidates = candidate_tiles(BWD_TILES, d)
+            smallest_block_n = min(block_n for _, block_n, _, _ in candidates)    # partials: the most tiles
+            scratch = (torch.zeros_like(_dq_accumulator(o)) if mode != "partials"
+                       else _dq_buffer(o, mode, smallest_block_n))
+            tiles = tune_tiles(key, candidates, functools.partial(launch, buffer=scratch))
+        buffer = _dq_buffer(o, mode, tiles[1])
+        launch(tiles, buffer)
+        if mode == "partials":                          # one program per SCALE_BLOCK elements of a sequence
+            sum_dq_partials_v2[(triton.cdiv(numel // B, SCALE_BLOCK), B)](
+                buffer, dq, lengths, ctx.sm_scale, numel, o.stride(0), o.stride(2), N, BLOCK_N=tiles[1],
+                BLOCK=SCALE_BLOCK)
+        else:
+            scale_dq_v2[(triton.cdiv(numel, SCALE_BLOCK),)](buffer, dq, ctx.sm_scale, numel,
+                                                            BLOCK=SCALE_BLOCK)
+        return dq, dk, dv, None, None, None, None
 
 
 def attention_v2(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_lengths: torch.Tensor,
-                 sm_scale: float, blocks: tuple[int, int] | None) -> torch.Tensor:
-    """Version 2 on inputs fused_attention has checked: blocks None = tuned per shape on a GPU."""
+                 sm_scale: float, blocks: tuple[int, int] | None, dq: str = DEFAULT_DQ) -> torch.Tensor:
+    """Version 2 on inputs fused_attention has checked: blocks None = tuned per shape on a GPU; dq, how the
+    key tiles' shares of dQ meet (DQ_MODES: "atomic", the default until a GPU says otherwise, "scalar" or
+    "partials"; the module docstring says what each compiles to)."""
+    if dq not in DQ_MODES:
+        raise ValueError(f"dq must be one of {DQ_MODES}, got {dq!r}")
     if not (q.stride() == k.stride() == v.stride()) or q.stride(-1) != 1:
         q, k, v = (t.contiguous() for t in (q, k, v))    # one layout for all three, rows contiguous
     if blocks is not None:
         blocks = (*blocks, FIXED_WARPS, FIXED_STAGES)
     elif INTERPRET or q.dtype == torch.float32:
         blocks = (FIXED_BLOCK, FIXED_BLOCK, FIXED_WARPS, FIXED_STAGES)
-    return FusedAttentionV2.apply(q, k, v, key_lengths, sm_scale, blocks)
+    return FusedAttentionV2.apply(q, k, v, key_lengths, sm_scale, blocks, dq)
