@@ -7,7 +7,9 @@ batches report both the effective FLOPs (real lengths: 4 * heads * d * sum_b L_b
 with lengths uniform in [N/4, N]; forward and forward+backward; bfloat16 and float16. SDPA runs with
 each backend it has (flash takes no mask, so it runs only unpadded; efficient and cuDNN take the
 padding mask), and "SDPA best" is the fastest of them per case. Our kernel runs once per version
-(`--versions 1 2`: providers ours-v1, ours-v2; "ours" means every version asked for).
+(`--versions 1 2`: providers ours-v1, ours-v2; "ours" means every version asked for), and version 2 once per
+way its backward sums dQ (`--dq-modes atomic scalar partials`: ours-v2, ours-v2-scalar, ours-v2-partials;
+flash_attention_v2 says what each is; default: atomic only).
 
 Every provider is timed twice: with triton.testing.do_bench (each call launched from Python, as a training
 step does) and with do_bench_cudagraph (the same calls replayed as a CUDA graph: the GPU's time alone). The
@@ -48,7 +50,8 @@ REPO = Path(__file__).resolve().parent.parent
 PEAK_TFLOPS = 989.0               # NVIDIA's H100 SXM and H200 datasheets: dense bf16/fp16 peak (not measured)
 BACKWARD_FACTOR = 2.5             # convention: backward = 2.5x forward FLOPs
 PROVIDERS = ("ours", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math")   # ours: one per --versions
-OURS = ("ours-v1", "ours-v2")
+DQ_MODES = ("atomic", "scalar", "partials")     # flash_attention_v2.DQ_MODES; "atomic" is plain ours-v2
+OURS = ("ours-v1", "ours-v2", "ours-v2-scalar", "ours-v2-partials")
 GOALS = {                         # issue 50's targets for ours / SDPA's best (cuDNN on the H100 so far)
     ("fwd", "padded"): ("SDPA best", 1.0),
     ("fwd", "none"): ("SDPA best", 0.9),
@@ -71,6 +74,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--providers", nargs="+", default=list(PROVIDERS), choices=PROVIDERS + OURS)
     p.add_argument("--versions", nargs="+", type=int, default=[1, 2], choices=[1, 2],
                    help="versions of our kernel that the provider 'ours' runs (ours-v1, ours-v2)")
+    p.add_argument("--dq-modes", nargs="+", default=["atomic"], choices=DQ_MODES,
+                   help="how version 2 sums dQ, one provider each: atomic (ours-v2), scalar "
+                        "(ours-v2-scalar), partials (ours-v2-partials)")
     p.add_argument("--no-graphs", action="store_true", help="time with do_bench only (no CUDA-graph replays)")
     p.add_argument("--peak-tflops", type=float, default=PEAK_TFLOPS,
                    help="peak used for the fraction column (default: H100 SXM / H200 datasheet dense bf16)")
@@ -89,8 +95,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if bad:
         p.error(f"--seq-lens {bad}: each N must be >= 4 and <= --tokens {args.tokens}")
     args.paddings = list(dict.fromkeys("padded" if x == "ragged" else x for x in args.paddings))
-    ours = [f"ours-v{n}" for n in args.versions]
-    args.providers = list(dict.fromkeys(x for p_ in args.providers for x in (ours if p_ == "ours" else [p_])))
+    v2 = ["ours-v2" if mode == "atomic" else f"ours-v2-{mode}" for mode in args.dq_modes]
+    ours = [x for n in args.versions for x in (v2 if n == 2 else [f"ours-v{n}"])]
+    expand = {"ours": ours, "ours-v2": v2}
+    args.providers = list(dict.fromkeys(x for p_ in args.providers for x in expand.get(p_, [p_])))
     return args
 
 
@@ -130,8 +138,9 @@ def make_call(provider: str, q, k, v, lengths: list[int] | None):
     B, _, N, _ = q.shape
     if provider in OURS:
         key_lengths = None if lengths is None else torch.tensor(lengths, dtype=torch.int32, device=q.device)
-        version = int(provider.removeprefix("ours-v"))
-        return lambda: fused_attention(q, k, v, key_lengths, check_lengths=False, version=version)
+        version, _, dq = provider.removeprefix("ours-v").partition("-")    # "2-partials": version 2, partials
+        return lambda: fused_attention(q, k, v, key_lengths, check_lengths=False, version=int(version),
+                                       dq=dq or "atomic")
     backend = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
                "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[provider.removeprefix("sdpa-")]
     mask = None
@@ -262,7 +271,7 @@ def run(args: argparse.Namespace) -> list[dict]:
 
 def format_row(row: dict) -> str:
     head = (f"{row['dtype']:>8} h{row['heads']:<2} d{row['head_dim']:<3} N={row['seq_len']:<5} "
-            f"B={row['batch']:<4} pad={row['padding']:<6} {row['pass']:<7} {row['provider']:<15}")
+            f"B={row['batch']:<4} pad={row['padding']:<6} {row['pass']:<7} {row['provider']:<16}")
     if row["error"]:
         return f"{head} unavailable ({row['error'][:80]})"
     graph = ("" if row["ms_graph"] is None
@@ -310,12 +319,12 @@ def summarize(rows: list[dict], peak: float) -> list[dict]:
 def print_summary(summary: list[dict], peak: float) -> None:
     print(f"\nours vs SDPA's best backend (ratio > 1: ours faster), timed plainly and as CUDA graphs; host: "
           f"1 - graph/plain; peak {peak:.0f} TFLOP/s")
-    print(f"{'dtype':>8} {'h x d':>6} {'N':>5} {'padding':<6} {'pass':<7} {'ours':<7} {'TFLOP/s':>7} "
+    print(f"{'dtype':>8} {'h x d':>6} {'N':>5} {'padding':<6} {'pass':<7} {'ours':<16} {'TFLOP/s':>7} "
           f"{'best SDPA':<14} {'ratio':>5} {'graph':>5} {'host':>5} {'SDPA host':>9}  goal")
     fmt = lambda x, spec: "-" if x is None else format(x, spec)                        # noqa: E731
     for s in summary:
         print(f"{s['dtype']:>8} {s['heads']:>3}x{s['head_dim']:<3} {s['seq_len']:>5} {s['padding']:<6} "
-              f"{s['pass']:<7} {s['provider']:<7} {s['ours_tflops']:7.1f} {s['sdpa_best']:<14} "
+              f"{s['pass']:<7} {s['provider']:<16} {s['ours_tflops']:7.1f} {s['sdpa_best']:<14} "
               f"{s['ratio_vs_sdpa_best']:5.2f} {fmt(s['ratio_vs_sdpa_best_graph'], '5.2f')} "
               f"{fmt(s['host_share'], '5.0%')} {fmt(s['sdpa_best_host_share'], '9.0%')}  "
               f"{s['goal']}: {'met' if s['goal_met'] else 'NOT met'}")
@@ -343,8 +352,8 @@ def plot(rows: list[dict], env: dict, name: str, directory: Path) -> Path:
             for hc_style, hc in zip(("-", "--", ":"), sorted({(r["heads"], r["head_dim"]) for r in rows})):
                 sel = [r for r in rows if r["dtype"] == dtype and r["padding"] == padding and r["pass"] == pss
                        and (r["heads"], r["head_dim"]) == hc and r["ms"]]
-                for provider, color in (("ours-v1", "C3"), ("ours-v2", "C1"), ("SDPA best", "C0"),
-                                        ("sdpa-math", "C7")):
+                for provider, color in (("ours-v1", "C3"), ("ours-v2", "C1"), ("ours-v2-scalar", "C2"),
+                                        ("ours-v2-partials", "C4"), ("SDPA best", "C0"), ("sdpa-math", "C7")):
                     pts = {}
                     for r in sel:
                         if (provider == "SDPA best" and r["provider"].startswith("sdpa-")

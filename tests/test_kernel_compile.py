@@ -188,3 +188,80 @@ def test_gpu_check_refuses_in_one_line_without_cuda():
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "no CUDA GPU found" in lines[0] and "make gpu-check" in lines[0], result.stderr
+
+
+# Version 2's dQ modes (flash_attention_v2.DQ_MODES), compiled for sm_90, where an H200 lost dQ's atomic
+# adds. compile_report covers the default mode only; here every backward tile the table may tune over, at its
+# widest head dim in float16, the tiles of the GPU test that failed, and the fixed float32 tiles, in each
+# mode, plus the partials' summing kernel. Each record counts the PTX's atomic reductions by form: "vector"
+# (red/atom ... .v2/.v4 .f32) and "scalar" (... add.f32).
+DQ_MODE_WORKER = """
+import collections, json, re, sys, warnings
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from minialbert.kernels import compile_report as cr, flash_attention_v2 as v2
+warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
+ATOMIC = r"^\\s*(?:@!?%p\\d+\\s+)?((?:red|atom)\\.\\S+)"           # the reduction's full opcode
+
+def compile_(function, dtype, constants, tiles, runtime_ints=()):
+    signature, aligned = cr._signature(function, dtype)
+    signature.update({name: "i32" for name in runtime_ints})      # as the JIT launches do_not_specialize
+    if "numel" in function.arg_names:                             # B*N*h*d, a multiple of 16 at d >= 16
+        aligned[(function.arg_names.index("numel"),)] = [["tt.divisibility", 16]]
+    source = ASTSource(function, signature, constexprs=constants, attrs=aligned)
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, cr.WARP_SIZE),
+                              options=dict(num_warps=tiles[2], num_stages=tiles[3]))
+    ptx = compiled.asm["ptx"]
+    ops = collections.Counter(re.findall(ATOMIC, ptx, re.M))
+    usage = cr.resource_usage(compiled.asm["cubin"])
+    return {"dtype": dtype, "config": "%dx%d w%d s%d" % tiles, "head_dim": constants.get("HEAD_DIM"),
+            "atomics": dict(ops),
+            "vector": sum(n for op, n in ops.items() if re.search(r"\\.v\\d\\.f32$", op)),
+            "scalar": sum(n for op, n in ops.items() if re.search(r"add\\.f32$", op)),
+            "tensor_cores": sum(cr.count_instructions(ptx, cr.TENSOR_CORE_PTX).values()),
+            "spilled": usage["stack_bytes"] + usage["local_bytes"], "registers": usage["registers"]}
+
+launches = [("float16", d, tiles) for tiles, d in v2.BWD_TILES.items()]
+launches.append(("float16", 64, (64, 64, 8, 2)))                # the H200's failing test: 64x64 at d=64
+launches.append(("float32", 64, (v2.FIXED_BLOCK, v2.FIXED_BLOCK, v2.FIXED_WARPS, v2.FIXED_STAGES)))
+found = {mode: [] for mode in v2.DQ_MODES}
+for mode in v2.DQ_MODES:
+    for dtype, d, tiles in launches:
+        constants = dict(HEAD_DIM=d, BLOCK_M=tiles[0], BLOCK_N=tiles[1], DQ_MODE=mode,
+                         PRECISION="ieee" if dtype == "float32" else "tf32")
+        found[mode].append(compile_(v2.attn_bwd_v2, dtype, constants, tiles, ["dq_col_step"]))
+found["sum_dq_partials_v2"] = [compile_(v2.sum_dq_partials_v2, dtype, dict(BLOCK_N=64, BLOCK=v2.SCALE_BLOCK),
+                                        (v2.SCALE_BLOCK, 64, 4, 3)) for dtype in ("float16", "float32")]
+json.dump(found, open(sys.argv[1], "w"))
+"""
+
+
+@pytest.fixture(scope="module")
+def dq_modes_on_sm90(tmp_path_factory) -> dict[str, list[dict]]:
+    """The compiles above, in a fresh process without TRITON_INTERPRET: records by mode."""
+    out = tmp_path_factory.mktemp("dq_modes") / "records.json"
+    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    result = subprocess.run([sys.executable, "-c", DQ_MODE_WORKER, str(out)], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_version_2_dq_modes_compile_to_vector_scalar_and_no_atomics_on_sm90(dq_modes_on_sm90):
+    """"atomic": Hopper's vectorized red (what lost adds on an H200); "scalar": f32 reductions, never a vector
+    form; "partials": none, and neither does its summing kernel. Half-precision tiles keep tensor cores and do
+    not spill in any mode (float32, the exact fixed-tile path, may: its spills are in the message only)."""
+    for mode, records in dq_modes_on_sm90.items():
+        for r in records:
+            where = (f"{mode} {r['dtype']} d={r['head_dim']} {r['config']}: {r['atomics']}, "
+                     f"spilled {r['spilled']} bytes")
+            if mode == "atomic":
+                assert r["vector"] > 0, where
+            elif mode == "scalar":
+                assert r["scalar"] > 0 and r["vector"] == 0, where
+            else:
+                assert r["atomics"] == {}, where
+            if r["dtype"] != "float32":
+                assert r["spilled"] == 0, where
+                assert r["tensor_cores"] > 0 or mode == "sum_dq_partials_v2", where

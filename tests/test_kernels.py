@@ -323,15 +323,15 @@ def test_kernels_compile_for_hopper_without_a_gpu():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (compiled Triton)")
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version, dq", KERNELS)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_albert_shapes(dtype, d, version):
+def test_gpu_albert_shapes(dtype, d, version, dq):
     g = torch.Generator().manual_seed(3)
     lengths = torch.randint(128, 1001, (4,), generator=g).to(DEVICE)
     lengths[0] = 1000
     q, k, v, do = make_inputs(4, 12, 1000, d, dtype, seed=3)
-    check_against_reference(q, k, v, do, lengths, (64, 64), version=version)
+    check_against_reference(q, k, v, do, lengths, (64, 64), version=version, dq=dq)
 
 
 def albert_lengths():
@@ -408,6 +408,8 @@ def test_benchmark_flop_accounting_and_arguments():
     assert bench.parse_args([]).providers[:2] == ["ours-v1", "ours-v2"]
     picked = bench.parse_args(["--versions", "2", "--providers", "ours", "sdpa-cudnn", "--padding", "ragged"])
     assert picked.providers == ["ours-v2", "sdpa-cudnn"] and picked.paddings == ["padded"]
+    modes = bench.parse_args(["--dq-modes", "atomic", "partials", "--providers", "ours", "sdpa-cudnn"])
+    assert modes.providers == ["ours-v1", "ours-v2", "ours-v2-partials", "sdpa-cudnn"]
     with pytest.raises(SystemExit):
         bench.parse_args(["--head-configs", "12-64"])
 
