@@ -308,7 +308,7 @@ class FusedAttentionV2(torch.autograd.Function):
     """One forward launch; a backward of two: the 5-product pass, then dQ's scaling (or summing)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, lengths, sm_scale, blocks, dq_mode):
+    def forward(ctx, q, k, v, lengths, sm_scale, blocks, dq_mode=DEFAULT_DQ):
         B, h, N, d = q.shape
         o = _seq_major(B, h, N, d, q)
         lse = torch.empty((B, h, N), device=q.device, dtype=torch.float32)  # base-2 log-sum-exp
@@ -359,7 +359,7 @@ class FusedAttentionV2(torch.autograd.Function):
         else:
             scale_dq_v2[(triton.cdiv(numel, SCALE_BLOCK),)](buffer, dq, ctx.sm_scale, numel,
                                                             BLOCK=SCALE_BLOCK)
-        return dq, dk, dv, None, None, None, None
+        return dq, dk, dv, *[None] * (len(ctx.needs_input_grad) - 3)     # none for the other inputs
 
 
 def attention_v2(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_lengths: torch.Tensor,
