@@ -11,9 +11,14 @@ import pytest
 import torch
 
 from minialbert.download import CACHE_ENV_VAR, cache_dir
+from minialbert.scale import ENV_VAR as SCALE_ENV_VAR
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# The tests run at ci scale unless told otherwise, as `make test` runs them: a bare `pytest` would otherwise
+# execute lessons at course scale, for an hour, writing the course figures committed in assets/figures.
+os.environ.setdefault(SCALE_ENV_VAR, "ci")
 
 # `make test` runs the tests in two processes (pytest-xdist, one per core). Each keeps to one thread, and
 # the notebook kernels it starts inherit that: two processes of two threads each on two cores spin against
