@@ -205,7 +205,7 @@ warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
 ATOMIC = r"^\\s*(?:@!?%p\\d+\\s+)?((?:red|atom)\\.\\S+)"           # the reduction's full opcode
 
 def compile_(function, dtype, constants, tiles, runtime_ints=()):
-    signature, aligned = cr._signature(function, dtype)
+    signature, aligned = cr.launch_signature(function, dtype)
     signature.update({name: "i32" for name in runtime_ints})      # as the JIT launches do_not_specialize
     if "numel" in function.arg_names:                             # B*N*h*d, a multiple of 16 at d >= 16
         aligned[(function.arg_names.index("numel"),)] = [["tt.divisibility", 16]]

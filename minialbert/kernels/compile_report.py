@@ -163,7 +163,7 @@ def all_variants() -> list[Variant]:
             for variant in launch_variants(kernel, dtype, head_dim, target)]
 
 
-def _signature(function, dtype: str) -> tuple[dict, dict]:
+def launch_signature(function, dtype: str) -> tuple[dict, dict]:
     """Argument types as the JIT sees a real launch, and the 16-byte alignment it assumes of them.
 
     q, k, v, o and their gradients have the input dtype; the log-sum-exp and delta are float32, lengths
@@ -194,7 +194,7 @@ def compile_variant(variant: Variant):
 
     module = flash_attention_v2 if variant.kernel in VERSION_2 else flash_attention
     function = getattr(module, KERNELS[variant.kernel])
-    signature, aligned = _signature(function, variant.dtype)
+    signature, aligned = launch_signature(function, variant.dtype)
     constants = {"HEAD_DIM": variant.head_dim, "BLOCK_M": variant.block_m}
     if variant.kernel == "scale_dq_v2":
         constants = {"BLOCK": variant.block_m}
