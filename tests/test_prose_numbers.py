@@ -12,7 +12,9 @@ The convention, written here because this is where it is enforced:
   file name like `nsp_vs_sop.json` in one of its code cells, found under assets/), as printed or
   rounded: a prose number with d decimals matches a printed number x when x, 100x (a fraction shown
   as a percentage) or x/60 (seconds said in minutes) lies within half a unit of the d-th decimal of it.
-  Signs are not compared ("a gap of −2.0 points" matches "gap -1.96 points").
+  Signs are not compared ("a gap of −2.0 points" matches "gap -1.96 points"). A number the prose states
+  on its own (not as an end of its own interval or range) must be printed on its own too, not only as an
+  end of a printed interval ([a, b]) or range (a-b, a to b); the JSON files count whole.
 - **Cited numbers are marked.** A number that is the paper's, or another cited source's (another
   lesson, a datasheet), is written in italics with nothing else between the asterisks: `*86.5%*`,
   `*0.3x*`, `*4,096*`. Each lesson says so once, near the paper's numbers. Marked numbers are not read.
@@ -139,6 +141,47 @@ def test_every_number_in_a_lessons_prose_is_printed_by_it(path):
                for line in unmatched(cell.source, sources)]
     assert not missing, (f"{path.name}: {len(missing)} number(s) in the prose that no output prints "
                          "(mark a cited number *like this*):\n" + "\n".join(missing))
+
+
+# A number the prose states on its own must be printed on its own: the end of an interval or a min-max range
+# is not the same number. ("All shared fine-tunes to 91.4%" passed the rule above while the lesson printed a
+# mean of 91.3%: 91.4% was the top of another row's "(89.7%-91.4%)".) Ranges are taken out of the prose and of
+# the outputs alike; a prose range may still quote a printed one.
+VALUE = r"[-−]?\d[\d,]*(?:\.\d+)?\s?%?"
+RANGE = re.compile(rf"\[\s*{VALUE}\s*,\s*{VALUE}\s*\]|{VALUE}\s*(?:-|–|to)\s*{VALUE}")
+
+
+@cache
+def lesson_points(path: Path) -> frozenset[float]:
+    """The numbers the lesson prints outside intervals and ranges, and every number of the JSON it reads."""
+    nb = nbformat.read(path, as_version=4)
+    printed, names = set(), set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        names |= set(JSON_NAME.findall(cell.source))
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") if out.get("output_type") == "stream" else \
+                out.get("data", {}).get("text/plain", "")
+            printed |= printed_numbers(RANGE.sub(" ; ", "".join(text)))
+    return frozenset(printed | numbers_of_jsons(names))
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_a_number_the_prose_states_alone_is_not_only_the_end_of_a_printed_range(path):
+    nb = nbformat.read(path, as_version=4)
+    points = lesson_points(path)
+    missing = [f"cell {i}: {line}" for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
+               for line in unmatched(RANGE.sub(" ; ", CODE.sub(" ", cell.source)), points)]
+    assert not missing, (f"{path.name}: {len(missing)} number(s) the prose states alone that the outputs "
+                         "print only as an end of an interval or range:\n" + "\n".join(missing))
+
+
+def test_the_range_rule_catches_an_interval_end_read_as_a_point():
+    outputs = RANGE.sub(" ; ", "all shared 91.3% (90.8%-91.6%); attention 90.6% (89.7%-91.4%) [14.9%, 16.5%]")
+    assert matches(91.3, 1, printed_numbers(outputs))
+    assert not matches(91.4, 1, printed_numbers(outputs)) and not matches(14.9, 1, printed_numbers(outputs))
+    assert unmatched(RANGE.sub(" ; ", "seeds 89.7-91.4%, interval [14.9%, 16.5%]"), set()) == []
 
 
 # ------------------------------------------------------------------------------------------------- README
