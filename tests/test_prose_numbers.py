@@ -239,6 +239,18 @@ def test_every_number_readme_and_docs_give_for_a_lesson_is_printed_by_it(page):
                          f"print:\n" + "\n".join(missing))
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_a_number_readme_and_docs_state_alone_is_not_only_the_end_of_a_printed_range(page):
+    missing = []
+    for line, number, text in readme_blocks(page):
+        patterns = {re.sub(r"<[^>]*>", "*", name) for name in README_JSON.findall(text)}
+        points = lesson_points(lesson_path(number)) | numbers_of_jsons(patterns)
+        missing += [f"{page.relative_to(ROOT)} line {line} (lesson {number}): {m}"
+                    for m in unmatched(RANGE.sub(" ; ", CODE.sub(" ", text)), points)]
+    assert not missing, (f"{len(missing)} number(s) in {page.name} that the lesson prints only as an end of "
+                         f"an interval or range:\n" + "\n".join(missing))
+
+
 # ------------------------------------------------------------------------------------- the reader itself
 def test_the_reader_finds_each_kind_and_skips_what_the_convention_skips():
     text = ("Ours 51.9% against the paper's *86.5%*; 1,295,078 pairs in 543 s, about 9 min; layer 4 of 64; "
