@@ -143,12 +143,8 @@ def launch_variants(kernel: str, dtype: str, head_dim: int, target: str) -> list
         block = flash_attention.FIXED_BLOCK
         return [Variant(**common, block_m=block, block_n=block, num_warps=flash_attention.FIXED_WARPS,
                         num_stages=flash_attention.FIXED_STAGES, autotuned=False)]
-    if kernel in VERSION_2:
-        return [Variant(**common, block_m=m, block_n=n, num_warps=w, num_stages=s, autotuned=True)
-                for m, n, w, s in flash_attention_v2.candidate_tiles(AUTOTUNE_TILES[kernel], head_dim)]
-    configs = tiles.autotune_configs(AUTOTUNE_TILES[kernel], head_dim)
-    return [Variant(**common, block_m=c.kwargs["BLOCK_M"], block_n=c.kwargs["BLOCK_N"], num_warps=c.num_warps,
-                    num_stages=c.num_stages, autotuned=True) for c in configs]
+    return [Variant(**common, block_m=m, block_n=n, num_warps=w, num_stages=s, autotuned=True)
+            for m, n, w, s in tiles.candidate_tiles(AUTOTUNE_TILES[kernel], head_dim)]
 
 
 def target_dtypes(target: str) -> tuple[str, ...]:

@@ -44,6 +44,8 @@ from torch.autograd.function import once_differentiable
 from triton import knobs
 from triton.runtime.errors import OutOfResources
 
+from .tiles import candidate_tiles
+
 INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
 FIXED_BLOCK, FIXED_WARPS, FIXED_STAGES = 32, 8, 2      # as version 1: interpreter and float32 tiles
@@ -254,11 +256,6 @@ BWD_TILES = {
 }
 
 
-def candidate_tiles(tiles: dict, head_dim: int) -> list[tuple[int, int, int, int]]:
-    """The entries of a tile table above that are tried at `head_dim`."""
-    return [config for config, largest_head_dim in tiles.items() if head_dim <= largest_head_dim]
-
-
 _BEST_TILES: dict[tuple, tuple[int, int, int, int]] = {}    # (pass, shape, dtype, device) -> tiles
 _DQ_ACCUMULATORS: dict[tuple, torch.Tensor] = {}           # (shape, device) -> zeroed float32 dQ buffer
 
@@ -367,8 +364,6 @@ def attention_v2(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_lengths:
     """Version 2 on inputs fused_attention has checked: blocks None = tuned per shape on a GPU; dq, how the
     key tiles' shares of dQ meet (DQ_MODES: "atomic", the default until a GPU says otherwise, "scalar" or
     "partials"; the module docstring says what each compiles to)."""
-    if dq not in DQ_MODES:
-        raise ValueError(f"dq must be one of {DQ_MODES}, got {dq!r}")
     if not (q.stride() == k.stride() == v.stride()) or q.stride(-1) != 1:
         q, k, v = (t.contiguous() for t in (q, k, v))    # one layout for all three, rows contiguous
     if blocks is not None:

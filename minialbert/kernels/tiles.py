@@ -49,7 +49,13 @@ DQ_TILES = {
 }
 
 
+def candidate_tiles(tiles: dict, head_dim: int) -> list[tuple[int, int, int, int]]:
+    """The (BLOCK_M, BLOCK_N, num_warps, num_stages) entries of a tile table (here or version 2's) tried at
+    `head_dim`."""
+    return [config for config, largest_head_dim in tiles.items() if head_dim <= largest_head_dim]
+
+
 def autotune_configs(tiles: dict, head_dim: int) -> list[triton.Config]:
-    """The configs of a tile table above that autotuning tries at `head_dim`."""
+    """The candidate tiles as the configs triton.autotune tries."""
     return [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s)
-            for (m, n, w, s), largest_head_dim in tiles.items() if head_dim <= largest_head_dim]
+            for m, n, w, s in candidate_tiles(tiles, head_dim)]
