@@ -6,12 +6,16 @@ right-padded), in one run. Ours is the trainer's own `train_step`; transformers'
 takes the same step with its own loss. Reported per contender and batch kind: median ms/step, real
 (unpadded) tokens/s, peak GiB, host syncs per step (torch.profiler counts of aten::_local_scalar_dense
 and cudaStreamSynchronize over a few steps), and ratios against transformers and against ours-sdpa.
+Each of our backends also runs compiled two ways: "+compile", the whole forward under torch.compile, and
+"+graphs", the encoder's layers replayed as CUDA graphs (train.graphed_layers), where launches cost no host
+time: what closes the Triton kernels' host gap, if anything does.
 
     python benchmarks/train_step_gpu.py                 # writes assets/benchmarks/train_step_<gpu>.json
     python benchmarks/train_step_gpu.py --out /tmp/x    # writes /tmp/x/train_step_<gpu>.json
     python benchmarks/train_step_gpu.py --dry-run       # CPU, tiny shapes: checks the harness only
 
-About 1-2 minutes on an H100 (torch.compile's compilation included).
+About 1-2 minutes on an H100 without the compiled contenders; each of those compiles for about a minute
+(raise --budget-s to reach them all).
 """
 
 from __future__ import annotations
@@ -29,14 +33,19 @@ from gpu_check import environment, slug
 from train_step import hf_model
 
 import minialbert as ma
+from minialbert.compiling import compiled, graphed_layers
 from minialbert.device import Precision
 from minialbert.download import write_json
 from minialbert.optim import warmup_linear_decay
-from minialbert.train import TrainArgs, compiled, train_step
+from minialbert.train import TrainArgs, train_step
 
 REPO = Path(__file__).resolve().parent.parent
 SYNC_EVENTS = ("aten::_local_scalar_dense", "cudaStreamSynchronize")
-CONTENDERS = ("sdpa", "transformers", "triton", "triton-v2", "sdpa+compile")   # compiling takes longest
+# A backend alone, "+compile" (the whole forward under torch.compile) or "+graphs" (the encoder's layers as
+# CUDA graphs, train.graphed_layers). Compiling takes longest: those come last.
+BACKENDS = ("sdpa", "triton", "triton-v2")
+CONTENDERS = ("sdpa", "transformers", "triton", "triton-v2",
+              *(f"{backend}+{how}" for how in ("compile", "graphs") for backend in BACKENDS))
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -119,11 +128,13 @@ def build(name: str, cfg: ma.AlbertConfig, device, precision: Precision, targs: 
             opt.zero_grad(set_to_none=True)
             loss.item()                                   # what a loop logs: one read, as ours
         return hf_step
-    model = ma.AlbertForPretraining(cfg.replace(attention_backend=name.removesuffix("+compile")), "sop")
-    model = model.to(device).train()
-    net = model
-    if name.endswith("+compile"):                         # the dry run checks the graph, not inductor
-        net = compiled(model, backend="eager" if dry_run else "inductor")
+    backend, _, how = name.partition("+")
+    model = ma.AlbertForPretraining(cfg.replace(attention_backend=backend), "sop").to(device).train()
+    net, compiler = model, "eager" if dry_run else "inductor"     # the dry run checks graphs, not inductor
+    if how == "compile":
+        net = compiled(model, backend=compiler)
+    elif how == "graphs":
+        graphed_layers(model, backend=compiler)
     opt = adamw(model, targs, device)
     sched = warmup_linear_decay(opt, targs.warmup, targs.steps)
 
@@ -204,7 +215,7 @@ def run(args, save) -> tuple[list[dict], dict]:
                 rows.append({**row, **result})
             except Exception as err:                      # one contender's failure must not lose the rest
                 rows.append({**row, "error": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"})
-            print(f"  {name:>13} {kind:>6}: {rows[-1].get('ms', rows[-1].get('error'))}", flush=True)
+            print(f"  {name:>17} {kind:>6}: {rows[-1].get('ms', rows[-1].get('error'))}", flush=True)
         step = None                                       # frees the model and its optimizer
         gc.collect()
         if device.type == "cuda":
@@ -229,14 +240,14 @@ def with_ratios(rows: list[dict], args, precision: Precision, start: float) -> t
 
 
 def print_summary(rows: list[dict]) -> None:
-    print(f"\n{'contender':>13} {'batch':>6} {'ms/step':>8} {'real tok/s':>11} {'peak GiB':>8} "
+    print(f"\n{'contender':>17} {'batch':>6} {'ms/step':>8} {'real tok/s':>11} {'peak GiB':>8} "
           f"{'syncs':>6} {'vs HF':>6} {'vs sdpa':>7}")
     for r in rows:
         if "ms" not in r:
-            print(f"{r['contender']:>13} {r['batch']:>6}  {r.get('skipped') or r.get('error')}")
+            print(f"{r['contender']:>17} {r['batch']:>6}  {r.get('skipped') or r.get('error')}")
             continue
         peak = "-" if r["peak_gib"] is None else f"{r['peak_gib']:.1f}"
-        print(f"{r['contender']:>13} {r['batch']:>6} {r['ms']:8.1f} {r['real_tokens_per_s']:11,d} "
+        print(f"{r['contender']:>17} {r['batch']:>6} {r['ms']:8.1f} {r['real_tokens_per_s']:11,d} "
               f"{peak:>8} {r['host_syncs_per_step']:6.1f} {r.get('vs_transformers', '-'):>6} "
               f"{r.get('vs_sdpa', '-'):>7}")
 

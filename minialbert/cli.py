@@ -77,9 +77,11 @@ def device_options(p: Parser, compile: bool) -> None:
                         "follows: bf16 autocast on sm_80+, fp16 with a gradient scaler on sm_70/75, "
                         "else fp32")
     if compile:
-        p.add_argument("--compile", action="store_true",
-                       help="run the model's forward under torch.compile (off by default: compiling "
-                            "takes minutes before the first step)")
+        p.add_argument("--compile", nargs="?", const="model", default=False, choices=["model", "graphs"],
+                       help="compile before the first step (off by default: compiling takes minutes): "
+                            "'model' (what --compile alone means) runs the model's forward under "
+                            "torch.compile; 'graphs' compiles the encoder's layers to replay as CUDA graphs "
+                            "(torch.compile's reduce-overhead mode: no host time per kernel launch)")
 
 
 def add_pretrain(command: Callable[..., Parser]) -> None:

@@ -14,8 +14,8 @@ it. A non-finite loss or gradient stops the run before anything non-finite is lo
 A step does no work twice: the model returns its loss sums (the cross-entropies are computed once), the
 counts that normalise them stay on the device, the token ids were checked once when the run started,
 and what the step logs is read back to the host in one transfer, its only host read besides the
-masked-LM gather's size. Device and precision come from device.py; compile=True runs the forward
-under torch.compile.
+masked-LM gather's size. Device and precision come from device.py; compile=True (or "model") runs the
+forward under torch.compile, compile="graphs" the encoder's layers as CUDA graphs (graphed_layers).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from .checkpoint import (
     save_checkpoint,
     start_run_files,
 )
+from .compiling import COMPILE_MODES, compiled, graphed_layers
 from .config import OBJECTIVES, AlbertConfig
 from .device import Precision, choose_device, choose_precision
 from .evaluation import evaluate_pretraining, summary_record
@@ -190,15 +191,19 @@ def distributed_context(device: str | None = None) -> tuple[int, int, torch.devi
     return dist.get_rank(), dist.get_world_size(), device
 
 
-def training_net(model: AlbertForPretraining, world: int, device: torch.device, compile: bool) -> nn.Module:
-    """What the step calls: the model, wrapped in DistributedDataParallel over several processes and
-    compiled when asked."""
+def training_net(model: AlbertForPretraining, world: int, device: torch.device,
+                 compile: bool | str) -> nn.Module:
+    """What the step calls: the model, wrapped in DistributedDataParallel over several processes, and
+    compiled as asked (COMPILE_MODES: True or "model" compiles the whole forward, "graphs" the encoder's
+    layers for CUDA graphs, in place)."""
+    if compile == "graphs":
+        graphed_layers(model)
     net = model
     if world > 1:
         net = nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None,
             find_unused_parameters=model.sentence_head is None)   # MLM alone leaves the pooler unused
-    return compiled(net) if compile else net
+    return compiled(net) if compile in (True, "model") else net
 
 
 # ---------------------------------------------------------------------------- the loop
@@ -214,13 +219,16 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
              out_dir: str | Path | None = None, resume: bool = False,
              callbacks: Iterable[Callable[[dict], None]] = (), collate_fn: Callable | None = None,
              progress: bool = True, resume_from: str | Path | None = None, device: str | None = None,
-             compile: bool = False) -> PretrainResult:
+             compile: bool | str = False) -> PretrainResult:
     """Pretrain an AlbertForPretraining on `train_data` (a Dataset of example dicts), from scratch or
     from the latest checkpoint in `out_dir` (resume=True), or from a chosen step directory
     (resume_from, e.g. the one before a damaged latest). Each metrics record is passed to every
     callback (e.g. plots.LiveCurves) and appended to out_dir/metrics.jsonl. device: see
-    device.choose_device (None: CUDA, MPS or CPU); compile: run the model's forward under torch.compile.
+    device.choose_device (None: CUDA, MPS or CPU); compile: False, or one of COMPILE_MODES: "model" (or
+    True) runs the model's forward under torch.compile, "graphs" the encoder's layers as CUDA graphs.
     """
+    if compile not in (False, True, *COMPILE_MODES):
+        raise ValueError(f"compile must be False, True or one of {COMPILE_MODES}, got {compile!r}")
     if out_dir is not None and not str(out_dir).strip():
         raise ValueError("out_dir is empty; name a run directory (or pass None to keep nothing)")
     out_dir = Path(out_dir) if out_dir is not None else None
@@ -234,7 +242,7 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
 
 def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, *, out_dir: Path | None,
               resume: bool, resume_from: str | Path | None, callbacks: Iterable[Callable[[dict], None]],
-              collate_fn: Callable | None, progress: bool, compile: bool, rank: int, world: int,
+              collate_fn: Callable | None, progress: bool, compile: bool | str, rank: int, world: int,
               device: torch.device) -> PretrainResult:
     """pretrain's run, in this process (rank of world) on `device`, under the run's lock on rank 0."""
     t0 = time.perf_counter()
@@ -326,13 +334,6 @@ def check_token_ids(data, vocab_size: int) -> None:
                          f"tokenized with a bigger vocabulary; set vocab_size to the tokenizer's size")
 
 
-def compiled(net: nn.Module, backend: str = "inductor") -> nn.Module:
-    """torch.compile(net), with the masked-LM gather (its size M depends on the data) inside the graph:
-    this sets torch._dynamo.config.capture_dynamic_output_shape_ops for the process."""
-    torch._dynamo.config.capture_dynamic_output_shape_ops = True
-    return torch.compile(net, backend=backend)
-
-
 def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,
                args: TrainArgs, world: int = 1, precision: Precision | None = None,
                scaler: torch.amp.GradScaler | None = None) -> dict:
@@ -343,6 +344,7 @@ def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], o
     The batches' ids are not checked here (check_token_ids checks a dataset once)."""
     device = micro[0]["input_ids"].device
     precision = precision or choose_precision(device)
+    torch.compiler.cudagraph_mark_step_begin()      # graphed layers (compile="graphs"): a new step begins
     if scaler is None:
         if precision.needs_grad_scaler:
             raise ValueError("float16 training needs a gradient scaler kept across steps: pass "

@@ -72,7 +72,7 @@ def test_the_cli_passes_device_and_compile_down(monkeypatch):
     from minialbert.cli import build_parser
 
     args = build_parser().parse_args(["pretrain", "--out", "run", "--device", "cpu", "--compile"])
-    assert args.device == "cpu" and args.compile
-    args = build_parser().parse_args(["zoo", "--compile"])
-    assert args.device is None and args.compile
+    assert args.device == "cpu" and args.compile == "model"
+    args = build_parser().parse_args(["zoo", "--compile", "graphs"])
+    assert args.device is None and args.compile == "graphs"
     assert build_parser().parse_args(["pretrain", "--out", "run"]).compile is False

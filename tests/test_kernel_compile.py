@@ -32,7 +32,7 @@ import pytest
 import torch
 import triton
 
-from minialbert.kernels import compile_report, flash_attention
+from minialbert.kernels import attention, compile_report, flash_attention
 from minialbert.kernels.compile_report import TARGETS, Variant
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -159,7 +159,7 @@ def test_compile_report_has_no_spills_where_autotuning_may_pick():
     assert not fixed, f"fixed launches that cannot launch: {fixed}"
     groups: dict[tuple, list[bool]] = {}
     for r in records:
-        if r["target"] in NO_TENSOR_CORES and r["head_dim"] > flash_attention.MAX_HEAD_DIM_BELOW_SM80:
+        if r["target"] in NO_TENSOR_CORES and r["head_dim"] > attention.MAX_HEAD_DIM_BELOW_SM80:
             continue                            # fused_attention refuses these (test_kernels.py checks)
         groups.setdefault((r["kernel"], r["target"], r["dtype"], r["head_dim"]), []).append(r["fits"])
     assert all(any(fits) for fits in groups.values()), "some shape has no config that can launch"

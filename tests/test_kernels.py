@@ -168,12 +168,12 @@ def test_bad_input_raises_clear_error(name, version):
 @pytest.mark.skipif(CUDA, reason="pretends to be a T4 on a machine without a GPU")
 @pytest.mark.parametrize("version", VERSIONS)
 def test_bfloat16_and_head_dim_128_are_refused_below_compute_capability_8(version, monkeypatch):
-    from minialbert.kernels import flash_attention
+    from minialbert.kernels import attention
 
     x = torch.randn(1, 1, 16, 16).bfloat16()
-    monkeypatch.setattr(flash_attention, "INTERPRET", False)            # as if compiled, on a T4 (sm_75)
+    monkeypatch.setattr(attention, "INTERPRET", False)                  # as if compiled, on a T4 (sm_75)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(flash_attention, "_capability", lambda device: (7, 5))
+    monkeypatch.setattr(attention, "_capability", lambda device: (7, 5))
     monkeypatch.setattr(torch.Tensor, "device", torch.device("cuda", 0))
     with pytest.raises(ValueError, match=r"bfloat16 needs compute capability 8.0 .* has 7.5: use float16"):
         fused_attention(x, x, x, version=version)
@@ -258,6 +258,33 @@ def test_version_2_outputs_in_the_layout_the_model_reads_back():
     out = fused_attention(q, k, v, block_m=16, block_n=16, version=2)
     assert out.transpose(1, 2).is_contiguous()
     torch.testing.assert_close(out, reference_attention(q, k, v), **TOLERANCE[torch.float32])
+
+
+@pytest.mark.parametrize("version, dq", KERNELS)
+def test_under_torch_compile_the_kernels_are_one_opaque_operator(version, dq):
+    """torch.compile calls torch.ops.minialbert.fused_attention (and its backward) in one graph, without
+    tracing the kernels' Python: the reference's outputs and gradients, padding included. opcheck checks
+    the operators' registration: schema, fake shapes and layouts against real ones, autograd."""
+    q, k, v, do = make_inputs(2, 2, 40, 16, torch.float32, seed=4)
+    lengths = torch.tensor([40, 17], device=DEVICE)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    torch._dynamo.reset()
+    attend = torch.compile(lambda q, k, v: fused_attention(q, k, v, key_lengths=lengths, check_lengths=False,
+                                                           version=version, dq=dq),
+                           backend="aot_eager", fullgraph=True)       # fullgraph: a break would raise
+    out = attend(*leaves)
+    out.backward(do)
+    ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    ref = reference_attention(*ref_leaves, key_lengths=lengths)
+    ref.backward(do.double())
+    for name, a, b in zip(("out", "dq", "dk", "dv"), (out, *(t.grad for t in leaves)),
+                          (ref, *(t.grad for t in ref_leaves))):
+        torch.testing.assert_close(a.double(), b, **TOLERANCE[torch.float32],
+                                   msg=lambda m, n=name: f"{n}: {m}")
+    blocks = [32, 32] if version == 1 else [32, 32, 8, 2]         # as fused_attention resolves them
+    inputs = [t.detach().requires_grad_() for t in (q, k, v)]
+    torch.library.opcheck(torch.ops.minialbert.fused_attention.default,
+                          (*inputs, lengths, 0.25, version, blocks, dq))
 
 
 def test_version_2_does_less_host_work_per_call():
@@ -363,12 +390,12 @@ def test_gpu_version_2_dq_by_backward_tiles(tiles, dq):
     lose all their atomic adds, mostly in the last batch entries, differently on each repeat, and a device
     synchronize before the scaling kernel does not help. dK and dV, built from the same P and dS, pass.
     That was dq="atomic" (vectorized red.global.add.v4.f32 on sm_90); "scalar" and "partials" await a GPU."""
-    from minialbert.kernels import flash_attention_v2
+    from minialbert.kernels.attention import FusedAttention
 
     q, k, v, do = make_inputs(4, 12, 1000, 64, torch.float16, seed=3)
     lengths, sm_scale = albert_lengths(), 64 ** -0.5
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    flash_attention_v2.FusedAttentionV2.apply(*leaves, lengths, sm_scale, tiles, dq).backward(do)
+    FusedAttention.apply(*leaves, lengths, sm_scale, 2, tiles, dq).backward(do)
     ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
     reference_attention(*ref_leaves, key_lengths=lengths, sm_scale=sm_scale).backward(do.double())
     dq, ref = leaves[0].grad.double(), ref_leaves[0].grad

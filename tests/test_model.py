@@ -272,8 +272,13 @@ def test_check_false_skips_the_checks_that_read_values_back():
     model(cfg)(ids, types, mlm_labels=torch.where(ids > 50, ids, -100), check=False)   # runs, nothing read
 
 
-def test_the_training_forward_compiles_without_graph_breaks():
-    cfg = AlbertConfig.preset("ci-albert")
+@pytest.mark.parametrize("backend", ["sdpa", "triton", "triton-v2"])
+def test_the_training_forward_compiles_without_graph_breaks(backend):
+    """One graph for every backend: the Triton kernels enter it as one opaque operator each way
+    (kernels/attention.py), so torch.compile can replay the whole forward and backward as CUDA graphs."""
+    if backend.startswith("triton"):
+        pytest.importorskip("triton")
+    cfg = AlbertConfig.preset("ci-albert").replace(attention_backend=backend, attention_dropout_prob=0.0)
     net = model(cfg).train()
     ids, types = batch(cfg, B=4, N=16)
     mask = torch.ones_like(ids)
@@ -284,6 +289,37 @@ def test_the_training_forward_compiles_without_graph_breaks():
                                                sentence_labels=torch.tensor([0, 1, 0, 1]), check=False)
     assert explained.graph_break_count == 0, explained.break_reasons
     assert explained.graph_count == 1
+
+
+def test_graphed_layers_with_the_triton_kernel_give_eager_loss_and_gradients_under_inductor():
+    """compiling.graphed_layers as training runs it (inductor, mode reduce-overhead; on a CPU without the CUDA
+    graphs) with version 2 of the kernel inside: inductor takes the operator and its exact-stride tag, and
+    the compiled layers give the eager model's loss and gradients."""
+    pytest.importorskip("triton")
+    from minialbert.compiling import graphed_layers
+
+    cfg = AlbertConfig.preset("ci-albert").replace(attention_backend="triton-v2", attention_dropout_prob=0.0,
+                                                   hidden_dropout_prob=0.0)
+    net = model(cfg).train()
+    ids, types = batch(cfg, B=4, N=16)
+    mask = torch.ones_like(ids)
+    mask[1, 10:] = 0
+    labels = torch.where(torch.rand(ids.shape, generator=torch.Generator().manual_seed(2)) < 0.3, ids, -100)
+
+    def loss_and_grads():
+        loss = net(ids, types, mask, mlm_labels=labels, check=False).mlm_loss_sum
+        loss.backward()
+        grads = {name: p.grad.clone() for name, p in net.named_parameters() if p.grad is not None}
+        net.zero_grad()
+        return loss.detach(), grads
+    eager_loss, eager_grads = loss_and_grads()
+    torch._dynamo.reset()
+    graphed_layers(net)
+    loss, grads = loss_and_grads()
+    torch.testing.assert_close(loss, eager_loss)
+    assert grads.keys() == eager_grads.keys()
+    for name in grads:
+        torch.testing.assert_close(grads[name], eager_grads[name], atol=1e-5, rtol=1e-4, msg=name)
 
 
 def test_triton_with_attention_dropout_fails_when_configured():

@@ -226,23 +226,23 @@ BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "train_step_
 def test_gpu_training_benchmark_dry_run_writes_its_json(tmp_path):
     """benchmarks/train_step_gpu.py --dry-run: the GPU benchmark's harness on CPU, tiny shapes."""
     run = subprocess.run([sys.executable, str(BENCHMARK), "--dry-run", "--out", str(tmp_path),
-                          "--contenders", "sdpa", "transformers", "triton", "sdpa+compile"],
+                          "--contenders", "sdpa", "transformers", "triton", "sdpa+compile", "sdpa+graphs"],
                          capture_output=True, text=True, timeout=600,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert run.returncode == 0, run.stderr[-2000:]
     record = json.loads((tmp_path / "train_step_dry-run.json").read_text())
     assert not record["partial"] and record["setup"]["precision"] == "fp32"
     rows = {(r["contender"], r["batch"]): r for r in record["rows"]}
-    assert set(rows) == {(c, b) for c in ("sdpa", "transformers", "sdpa+compile", "triton")
+    assert set(rows) == {(c, b) for c in ("sdpa", "transformers", "sdpa+compile", "sdpa+graphs", "triton")
                          for b in ("full", "ragged")}
-    for contender in ("sdpa", "transformers", "sdpa+compile"):
+    for contender in ("sdpa", "transformers", "sdpa+compile", "sdpa+graphs"):
         for kind in ("full", "ragged"):
             row = rows[contender, kind]
             assert row["ms"] > 0 and row["real_tokens_per_s"] > 0, row
             assert row["vs_sdpa"] > 0 and row["vs_transformers"] > 0
     assert rows["sdpa", "ragged"]["real_tokens"] < rows["sdpa", "full"]["real_tokens"] == 4 * 32
     assert "need CUDA" in rows["triton", "full"]["skipped"]
-    assert run.stdout.strip().splitlines()[-1].split()[0] == "sdpa+compile"   # the summary table ends it
+    assert run.stdout.strip().splitlines()[-1].split()[0] == "sdpa+graphs"    # the summary table ends it
 
 
 def test_gpu_training_benchmark_refuses_without_cuda_in_one_line():
@@ -273,3 +273,30 @@ def test_compile_runs_the_same_steps(monkeypatch):
         compiled = pretrain(TINY, args(steps=3, eval_every=0), data, progress=False, collate_fn=collate,
                             compile=True).history
     assert [r["loss"] for r in compiled] == pytest.approx([r["loss"] for r in plain], rel=1e-5)
+
+
+def test_graphed_layers_run_the_same_steps_and_save_the_same_names(monkeypatch, tmp_path):
+    """pretrain(compile="graphs") compiles the encoder in place (dynamo's eager backend here; on a GPU
+    inductor's reduce-overhead mode, which records CUDA graphs): the same losses, and a checkpoint whose
+    names are the model's own, so that it loads into an uncompiled model."""
+    import minialbert.train as train
+
+    data = synthetic_examples(32)
+    plain = pretrain(TINY, args(steps=3, eval_every=0), data, progress=False, collate_fn=collate).history
+    graphed = train.graphed_layers
+    monkeypatch.setattr(train, "graphed_layers", lambda model: graphed(model, backend="eager"))
+    torch._dynamo.reset()
+    result = pretrain(TINY, args(steps=3, eval_every=0), data, out_dir=tmp_path / "run", progress=False,
+                      collate_fn=collate, compile="graphs")
+    assert result.model.albert.encoder._compiled_call_impl is not None      # the layers ran compiled
+    assert [r["loss"] for r in result.history] == pytest.approx([r["loss"] for r in plain], rel=1e-5)
+    loaded = load_checkpoint(tmp_path / "run")                               # an uncompiled model
+    for name, weight in result.model.state_dict().items():
+        torch.testing.assert_close(loaded.state_dict()[name], weight)
+
+
+def test_an_unknown_compile_mode_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"compile must be False, True or one of \('model', 'graphs'\), "
+                                         r"got 'layers'"):
+        pretrain(TINY, args(steps=4, eval_every=0), synthetic_examples(4), progress=False, collate_fn=collate,
+                 compile="layers")

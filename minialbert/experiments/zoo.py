@@ -233,7 +233,7 @@ def load(name: str, scale: Scale, progress: bool = True,
 
 def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
            callbacks: Iterable[Callable[[dict], None]] = (), device: str | None = None,
-           compile: bool = False) -> None:
+           compile: bool | str = False) -> None:
     args = entry_args(e, scale)
     train = course_pretraining_data(e.objective, "train", scale, e.balanced)
     valid = course_pretraining_data(e.objective, "valid", scale, e.balanced)
@@ -283,7 +283,7 @@ def metrics(name: str, scale: Scale) -> list[dict]:
 
 
 def build(names: Sequence[str] | None, scale: Scale, progress: bool = True, device: str | None = None,
-          compile: bool = False) -> list[dict]:
+          compile: bool | str = False) -> list[dict]:
     """Build every missing entry (or those named), one after another, with one progress bar; device and
     compile as for train.pretrain (None: CUDA, MPS or CPU; torch.compile off)."""
     rows = status(scale, names)
@@ -307,7 +307,7 @@ def build(names: Sequence[str] | None, scale: Scale, progress: bool = True, devi
 
 
 def rebuild(name: str, scale: Scale, progress: bool = True, device: str | None = None,
-            compile: bool = False) -> dict:
+            compile: bool | str = False) -> dict:
     """Retrain an entry from scratch in the cache (a built one is moved aside first) and compare its
     final weights with the shipped entry's: {"name", "sha256", "shipped_sha256", "identical"}."""
     e = entry(name)

@@ -93,7 +93,7 @@ VERSION_2 = ("fwd_v2", "bwd_v2", "scale_dq_v2")
 AUTOTUNE_TILES = {"fwd": tiles.FWD_TILES, "dkdv": tiles.DKDV_TILES,
                   "dq": tiles.DQ_TILES, "fwd_v2": flash_attention_v2.FWD_TILES,
                   "bwd_v2": flash_attention_v2.BWD_TILES}
-DELTA_BLOCK_M = 64                # FusedAttention.backward launches _attn_bwd_delta with BLOCK_M=64 and
+DELTA_BLOCK_M = 64                # flash_attention.backward launches _attn_bwd_delta with BLOCK_M=64 and
 DELTA_WARPS, DELTA_STAGES = 4, 3  # Triton's default warps and stages
 DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}   # torch name -> Triton type name
 TARGET_DTYPES = {"sm_75": ("float16",)}    # the T4 is compiled for in float16 only; other targets: DTYPES

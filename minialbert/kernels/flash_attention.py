@@ -14,23 +14,20 @@ real output. A length of 0 is allowed: that sequence's outputs and gradients are
 
 Layout: q, k, v, o are contiguous (B, h, N, d); the log-sum-exp and delta are (B, h, N) float32.
 
-This file is version 1. fused_attention(..., version=2) runs flash_attention_v2 instead: the same maths with
-fewer launches, no host reads and a 5-product backward (its docstring says what changed and why). The default
-stays 1 until a GPU measurement shows version 2 ahead.
+This file is version 1: its kernels, and forward/backward, which launch them. fused_attention (attention.py)
+checks the inputs and calls them; fused_attention(..., version=2) runs flash_attention_v2 instead: the same
+maths with fewer launches, no host reads and a 5-product backward (its docstring says what changed and why).
 """
 
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 import triton
 import triton.language as tl
-from torch.autograd.function import once_differentiable
 from triton import knobs
 
-from .flash_attention_v2 import DEFAULT_DQ, DQ_MODES, attention_v2
 from .tiles import DKDV_TILES, DQ_TILES, FWD_TILES, autotune_configs
 
 INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
@@ -41,11 +38,7 @@ FIXED_BLOCK = 32                        # tiles where nothing is autotuned: inte
 # and by 8 bytes in dK/dV at d=32 on sm_89 (assets/benchmarks/kernel_report.json).
 FIXED_WARPS, FIXED_STAGES = 8, 2
 HEAD_DIMS = (16, 32, 64, 128)
-MAX_HEAD_DIM_BELOW_SM80 = 64            # a T4 (sm_75): at d=128 some kernels have no tile that fits
-MAX_PROGRAMS = 65535                    # CUDA's limit on the grid's second axis (batch x heads)
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
-VERSIONS = (1, 2)                       # 2: flash_attention_v2 (fewer launches, a 5-product backward)
-DEFAULT_VERSION = 1                     # changes only when a GPU measurement shows version 2 ahead
 
 
 @triton.jit
@@ -260,167 +253,31 @@ def _launch(kernel, tiles_over: str, N: int, BH: int, blocks: tuple[int, int] | 
                      **meta)
 
 
-class FusedAttention(torch.autograd.Function):
-    """Autograd glue: forward saves (q, k, v, o, lse, lengths); backward recomputes P tile by tile."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, lengths, sm_scale, blocks):
-        B, h, N, d = q.shape
-        o = torch.empty_like(q)
-        lse = torch.empty((B, h, N), device=q.device, dtype=torch.float32)  # base-2 log-sum-exp
-        precision = "ieee" if q.dtype == torch.float32 else "tf32"         # fp32 stays exact fp32
-        _launch(_attn_fwd, "BLOCK_M", N, B * h, blocks, q, k, v, o, lse, lengths, sm_scale * LOG2E, N, h,
-                HEAD_DIM=d, PRECISION=precision)
-        ctx.save_for_backward(q, k, v, o, lse, lengths)
-        ctx.sm_scale, ctx.blocks, ctx.precision = sm_scale, blocks, precision
-        return o
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, do):
-        q, k, v, o, lse, lengths = ctx.saved_tensors
-        B, h, N, d = q.shape
-        do = do.contiguous()
-        delta = torch.empty_like(lse)
-        _attn_bwd_delta[(triton.cdiv(N, 64), B * h)](o, do, delta, N, HEAD_DIM=d, BLOCK_M=64)
-        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        scales = (ctx.sm_scale, ctx.sm_scale * LOG2E, N, h)
-        _launch(_attn_bwd_dkdv, "BLOCK_N", N, B * h, ctx.blocks, q, k, v, do, lse, delta, dk, dv, lengths,
-                *scales, HEAD_DIM=d, PRECISION=ctx.precision)
-        _launch(_attn_bwd_dq, "BLOCK_M", N, B * h, ctx.blocks, q, k, v, do, lse, delta, dq, lengths,
-                *scales, HEAD_DIM=d, PRECISION=ctx.precision)
-        return dq, dk, dv, None, None, None
-
-
-def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                    key_lengths: torch.Tensor | None = None, sm_scale: float | None = None, *,
-                    block_m: int | None = None, block_n: int | None = None,
-                    check_lengths: bool | None = None, version: int = DEFAULT_VERSION,
-                    dq: str = DEFAULT_DQ) -> torch.Tensor:
-    """softmax(q k^T * sm_scale) v on (B, h, N, d) tensors, ignoring keys at positions >= key_lengths[b].
-
-    key_lengths: (B,) integers in [0, N] (None = no padding); rows past the length come out as zeros.
-    sm_scale defaults to 1/sqrt(d). block_m/block_n fix the query/key tile sizes (powers of two >= 16);
-    by default they are autotuned on a GPU for float16/bfloat16, else 32. check_lengths reads the
-    lengths back to validate them (a host sync on GPU); pass False when they are known to be valid.
-    version 1 is the first kernel (four launches per forward+backward, a 7-product backward); version 2
-    (flash_attention_v2) reads nothing back by default (check_lengths=None: v1 checks, v2 clamps the
-    lengths to [0, N] on the GPU), launches three kernels per forward+backward and does 5 products.
-    dq: how version 2's backward sums dQ over key tiles, one of DQ_MODES (flash_attention_v2 says what
-    each does); version 1 has one way and ignores it.
-    """
-    if version not in VERSIONS:
-        raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
-    if dq not in DQ_MODES:
-        raise ValueError(f"dq must be one of {DQ_MODES}, got {dq!r}")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 4:
-            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            raise ValueError(f"{name} must be a 4-D tensor (B, heads, N, head_dim), got {got}")
-    if not (q.shape == k.shape == v.shape):
-        raise ValueError(f"q, k, v must have the same shape (self-attention), got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+def forward(q, k, v, lengths, sm_scale: float, blocks: tuple[int, int] | None):
+    """-> o (B, h, N, d) and the base-2 log-sum-exp (B, h, N) the backward needs; q, k, v contiguous."""
     B, h, N, d = q.shape
-    if min(B, h, N) == 0:
-        raise ValueError(f"q has an empty dimension: shape {tuple(q.shape)}")
-    if B * h > MAX_PROGRAMS:
-        raise ValueError(f"batch x heads = {B * h} exceeds {MAX_PROGRAMS} (CUDA's grid limit); "
-                         "split the batch into smaller ones")
-    if d not in HEAD_DIMS:
-        raise ValueError(f"head_dim {d} is not supported; use one of {HEAD_DIMS}")
-    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
-        raise ValueError(f"q, k, v must share one dtype among float16, bfloat16, float32; got "
-                         f"{q.dtype}, {k.dtype}, {v.dtype}")
-    if not (q.device == k.device == v.device):
-        raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
-    if not INTERPRET:
-        if not torch.cuda.is_available():
-            raise RuntimeError("fused_attention needs a CUDA GPU, or Triton's CPU interpreter: set the "
-                               "environment variable TRITON_INTERPRET=1 before Python imports triton "
-                               "(e.g. `TRITON_INTERPRET=1 python script.py`), "
-                               "or use attention_backend='sdpa'")
-        if q.device.type != "cuda":
-            raise ValueError(f"fused_attention runs on CUDA tensors; q is on {q.device}: "
-                             "move q, k, v to 'cuda'")
-        if _capability(q.device) < (8, 0) and (q.dtype == torch.bfloat16 or d > MAX_HEAD_DIM_BELOW_SM80):
-            major, minor = _capability(q.device)
-            problem = ("bfloat16 needs compute capability 8.0 or newer (Ampere)" if q.dtype == torch.bfloat16
-                       else f"head_dim {d} needs compute capability 8.0 or newer (no tile fits 64 KiB of "
-                            "shared memory)")
-            raise ValueError(f"{problem}; this GPU has {major}.{minor}: use "
-                             f"{'float16' if q.dtype == torch.bfloat16 else 'head_dim <= 64'} or "
-                             "attention_backend='sdpa'")
-    elif q.dtype == torch.bfloat16:
-        raise ValueError("bfloat16 needs a CUDA GPU: Triton's interpreter computes bfloat16 dot products "
-                         "wrongly; use float16 or float32 on CPU")
-    if (block_m is None) != (block_n is None):
-        raise ValueError("give both block_m and block_n, or neither")
-    blocks = (block_m, block_n) if block_m is not None else None
-    if blocks is None and (INTERPRET or q.dtype == torch.float32):     # float32 checks, it is not fast
-        blocks = (FIXED_BLOCK, FIXED_BLOCK)
-    if blocks is not None and any(b < 16 or b & (b - 1) for b in blocks):
-        raise ValueError(f"block_m and block_n must be powers of two >= 16, got {blocks}")
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(d)
-    if not (isinstance(sm_scale, (int, float)) and math.isfinite(sm_scale) and sm_scale > 0):
-        raise ValueError(f"sm_scale must be a positive finite number, got {sm_scale!r}")
-    if version == 2:
-        lengths = _lengths_v2(key_lengths, B, N, q.device, bool(check_lengths))
-        return attention_v2(q, k, v, lengths, float(sm_scale), blocks, dq)
-    lengths = _check_lengths(key_lengths, B, N, q.device, check_lengths is not False)
-    q, k, v = (t.contiguous() for t in (q, k, v))       # the model passes permuted views
-    return FusedAttention.apply(q, k, v, lengths, float(sm_scale), blocks)
+    o = torch.empty_like(q)
+    lse = torch.empty((B, h, N), device=q.device, dtype=torch.float32)
+    _launch(_attn_fwd, "BLOCK_M", N, B * h, blocks, q, k, v, o, lse, lengths, sm_scale * LOG2E, N, h,
+            HEAD_DIM=d, PRECISION=_precision(q))
+    return o, lse
 
 
-def _check_lengths(key_lengths: torch.Tensor | None, B: int, N: int, device: torch.device,
-                   check_range: bool) -> torch.Tensor:
-    """(B,) int32 lengths on `device`; all N when there is no padding."""
-    if key_lengths is None:
-        return torch.full((B,), N, dtype=torch.int32, device=device)
-    _validate_lengths(key_lengths, B, N, device, check_range)
-    return key_lengths.to(torch.int32).contiguous()
-
-
-def _validate_lengths(key_lengths, B: int, N: int, device: torch.device, check_range: bool) -> None:
-    """A (B,) integer tensor on `device`; with check_range, in [0, N] (a host read on GPU)."""
-    if not isinstance(key_lengths, torch.Tensor):
-        raise ValueError(f"key_lengths must be a tensor of shape ({B},), got {type(key_lengths).__name__}")
-    if key_lengths.shape != (B,):
-        raise ValueError(f"key_lengths must have shape ({B},), one length per sequence; "
-                         f"got {tuple(key_lengths.shape)}")
-    if key_lengths.dtype.is_floating_point or key_lengths.dtype.is_complex or key_lengths.dtype == torch.bool:
-        raise ValueError(f"key_lengths must hold integers, got dtype {key_lengths.dtype}")
-    if key_lengths.device != device:
-        raise ValueError(f"key_lengths is on {key_lengths.device} but q is on {device}; move it there")
-    if check_range and bool(((key_lengths < 0) | (key_lengths > N)).any()):
-        raise ValueError(f"key_lengths must lie in [0, N={N}], got {key_lengths.tolist()}")
-
-
-_capability = functools.cache(torch.cuda.get_device_capability)    # (major, minor) per device, asked once
-_FULL_LENGTHS: dict[tuple, torch.Tensor] = {}      # (B, N, device) -> all-N lengths, made once for version 2
-
-
-def _lengths_v2(key_lengths: torch.Tensor | None, B: int, N: int, device: torch.device,
-                check_range: bool) -> torch.Tensor:
-    """Version 2's lengths: validated as version 1's, but passed on in their own integer dtype (the kernels
-    read int32 or int64: no conversion launch), and for no padding one cached (B,) tensor of N."""
-    if key_lengths is None:
-        key = (B, N, device)
-        if key not in _FULL_LENGTHS:
-            _FULL_LENGTHS[key] = torch.full((B,), N, dtype=torch.int32, device=device)
-        return _FULL_LENGTHS[key]
-    _validate_lengths(key_lengths, B, N, device, check_range)
-    return key_lengths.contiguous()
-
-
-def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                        key_lengths: torch.Tensor | None = None,
-                        sm_scale: float | None = None) -> torch.Tensor:
-    """What fused_attention computes, in plain PyTorch with the whole N x N score matrix (the spec)."""
+def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, int] | None):
+    """-> dq, dk, dv: delta, then dK/dV, then dQ, each recomputing P tile by tile from the saved lse."""
     B, h, N, d = q.shape
-    lengths = torch.full((B,), N) if key_lengths is None else key_lengths
-    real = torch.arange(N, device=q.device) < lengths.to(q.device)[:, None]        # (B, N)
-    scores = q @ k.transpose(-2, -1) * (sm_scale or 1.0 / math.sqrt(d))             # (B, h, N, N)
-    scores = scores.masked_fill(~real[:, None, None, :], float("-inf"))
-    probs = scores.softmax(dim=-1).masked_fill(~real[:, None, None, :], 0.0)       # length 0: no NaN
-    return (probs @ v).masked_fill(~real[:, None, :, None], 0.0)                    # padded rows: zeros
+    do = do.contiguous()
+    delta = torch.empty_like(lse)
+    _attn_bwd_delta[(triton.cdiv(N, 64), B * h)](o, do, delta, N, HEAD_DIM=d, BLOCK_M=64)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    scales = (sm_scale, sm_scale * LOG2E, N, h)
+    _launch(_attn_bwd_dkdv, "BLOCK_N", N, B * h, blocks, q, k, v, do, lse, delta, dk, dv, lengths,
+            *scales, HEAD_DIM=d, PRECISION=_precision(q))
+    _launch(_attn_bwd_dq, "BLOCK_M", N, B * h, blocks, q, k, v, do, lse, delta, dq, lengths,
+            *scales, HEAD_DIM=d, PRECISION=_precision(q))
+    return dq, dk, dv
+
+
+def _precision(q: torch.Tensor) -> str:
+    """tl.dot's input precision: float32 stays exact float32; half precision runs on tensor cores."""
+    return "ieee" if q.dtype == torch.float32 else "tf32"

@@ -19,7 +19,7 @@ Not yet correct compiled: on an H200 its dQ loses whole rows of atomic adds at N
 every launch setting tried; assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json), so version 1 stays the
 default and the model's "triton-v2" backend is for measuring only. The interpreter passes every test.
 On sm_90 Triton compiles those adds to Hopper's vectorized `red.global.add.v4.f32`. How dQ's shares meet is
-therefore a choice, `attention_v2(..., dq=...)` (DQ_MODES; fused_attention passes its `dq` through):
+therefore a choice, backward(..., dq_mode) (DQ_MODES; fused_attention passes its `dq` through):
 - "atomic" (the default until a GPU says otherwise): atomic adds as Triton vectorizes them;
 - "scalar": the same adds, but the accumulator's column offsets are multiplied by a run-time step (1) that
   the compiler may not specialize, so it cannot prove them contiguous and emits scalar `red.global.add.f32`;
@@ -40,15 +40,12 @@ import torch
 import triton
 import triton.language as tl
 import triton.testing
-from torch.autograd.function import once_differentiable
-from triton import knobs
 from triton.runtime.errors import OutOfResources
 
 from .tiles import candidate_tiles
 
-INTERPRET = knobs.runtime.interpret     # read once: kernels below are defined in this mode
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
-FIXED_BLOCK, FIXED_WARPS, FIXED_STAGES = 32, 8, 2      # as version 1: interpreter and float32 tiles
+FIXED_BLOCK, FIXED_WARPS, FIXED_STAGES = 32, 8, 2      # as version 1: fixed tiles (interpreter, float32)
 SCALE_BLOCK = 1024                      # elements per program of the dQ scaling (and summing) kernel
 DQ_MODES = ("atomic", "scalar", "partials")     # how dQ's shares from the key tiles meet (module docstring)
 DEFAULT_DQ = "atomic"                   # changes only when a GPU shows another mode right (and not slower)
@@ -274,7 +271,7 @@ def tune_tiles(key: tuple, candidates: list, launch) -> tuple[int, int, int, int
     return _BEST_TILES[key]
 
 
-def _seq_major(B: int, h: int, N: int, d: int, like: torch.Tensor, dtype=None) -> torch.Tensor:
+def seq_major(B: int, h: int, N: int, d: int, like: torch.Tensor, dtype=None) -> torch.Tensor:
     """An empty (B, h, N, d) tensor stored as (B, N, h, d): the layout the model reads back as (B, N, h*d)."""
     return torch.empty((B, N, h, d), device=like.device, dtype=dtype or like.dtype).transpose(1, 2)
 
@@ -284,7 +281,7 @@ def _dq_accumulator(o: torch.Tensor) -> torch.Tensor:
     key = (tuple(o.shape), o.device)
     if key not in _DQ_ACCUMULATORS:
         B, h, N, d = o.shape
-        _DQ_ACCUMULATORS[key] = _seq_major(B, h, N, d, o, torch.float32).zero_()
+        _DQ_ACCUMULATORS[key] = seq_major(B, h, N, d, o, torch.float32).zero_()
     return _DQ_ACCUMULATORS[key]
 
 
@@ -301,73 +298,61 @@ def _grid(N: int, BH: int, block: int) -> tuple[int, int]:
     return (triton.cdiv(N, block), BH)
 
 
-class FusedAttentionV2(torch.autograd.Function):
-    """One forward launch; a backward of two: the 5-product pass, then dQ's scaling (or summing)."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, lengths, sm_scale, blocks, dq_mode=DEFAULT_DQ):
-        B, h, N, d = q.shape
-        o = _seq_major(B, h, N, d, q)
-        lse = torch.empty((B, h, N), device=q.device, dtype=torch.float32)  # base-2 log-sum-exp
-        precision = "ieee" if q.dtype == torch.float32 else "tf32"         # fp32 stays exact fp32
-        args = (q, k, v, o, lse, lengths, sm_scale * LOG2E, *q.stride()[:3], *o.stride()[:3], N, h)
-
-        def launch(tiles):
-            block_m, block_n, warps, stages = tiles
-            attn_fwd_v2[_grid(N, B * h, block_m)](*args, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
-                                                  PRECISION=precision, num_warps=warps, num_stages=stages)
-        key = ("fwd", q.shape, q.dtype, q.device)
-        tiles = blocks or _BEST_TILES.get(key) or tune_tiles(key, candidate_tiles(FWD_TILES, d), launch)
-        launch(tiles)
-        ctx.save_for_backward(q, k, v, o, lse, lengths)
-        ctx.sm_scale, ctx.blocks, ctx.precision, ctx.dq_mode = sm_scale, blocks, precision, dq_mode
-        return o
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, do):
-        q, k, v, o, lse, lengths = ctx.saved_tensors
-        B, h, N, d = q.shape
-        if do.stride() != o.stride():                   # the model's gradient arrives in o's layout
-            do = torch.empty_like(o).copy_(do)
-        dq, dk, dv = (torch.empty_like(o) for _ in range(3))
-        mode, numel = ctx.dq_mode, dq.numel()
-
-        def launch(tiles, buffer):
-            block_m, block_n, warps, stages = tiles
-            attn_bwd_v2[_grid(N, B * h, block_n)](
-                q, k, v, o, do, lse, buffer, dk, dv, lengths, ctx.sm_scale, ctx.sm_scale * LOG2E,
-                *q.stride()[:3], *o.stride()[:3], N, h, numel, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
-                PRECISION=ctx.precision, dq_col_step=1, DQ_MODE=mode, num_warps=warps, num_stages=stages)
-        key = ("bwd", mode, q.shape, q.dtype, q.device)
-        tiles = ctx.blocks or _BEST_TILES.get(key)
-        if tiles is None:                               # tuned on scratch: the accumulator stays zeroed
-            candidates = candidate_tiles(BWD_TILES, d)
-            smallest_block_n = min(block_n for _, block_n, _, _ in candidates)    # partials: the most tiles
-            scratch = (torch.zeros_like(_dq_accumulator(o)) if mode != "partials"
-                       else _dq_buffer(o, mode, smallest_block_n))
-            tiles = tune_tiles(key, candidates, functools.partial(launch, buffer=scratch))
-        buffer = _dq_buffer(o, mode, tiles[1])
-        launch(tiles, buffer)
-        if mode == "partials":                          # one program per SCALE_BLOCK elements of a sequence
-            sum_dq_partials_v2[(triton.cdiv(numel // B, SCALE_BLOCK), B)](
-                buffer, dq, lengths, ctx.sm_scale, numel, o.stride(0), o.stride(2), N, BLOCK_N=tiles[1],
-                BLOCK=SCALE_BLOCK)
-        else:
-            scale_dq_v2[(triton.cdiv(numel, SCALE_BLOCK),)](buffer, dq, ctx.sm_scale, numel,
-                                                            BLOCK=SCALE_BLOCK)
-        return dq, dk, dv, *[None] * (len(ctx.needs_input_grad) - 3)     # none for the other inputs
-
-
-def attention_v2(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_lengths: torch.Tensor,
-                 sm_scale: float, blocks: tuple[int, int] | None, dq: str = DEFAULT_DQ) -> torch.Tensor:
-    """Version 2 on inputs fused_attention has checked: blocks None = tuned per shape on a GPU; dq, how the
-    key tiles' shares of dQ meet (DQ_MODES: "atomic", the default until a GPU says otherwise, "scalar" or
-    "partials"; the module docstring says what each compiles to)."""
+def one_layout(q, k, v, blocks: tuple[int, int] | None):
+    """Version 2's inputs: q, k, v in one layout with contiguous rows (the model's views already are: no
+    copy), and fixed tiles as (BLOCK_M, BLOCK_N, warps, stages); None stays None (tuned per shape)."""
     if not (q.stride() == k.stride() == v.stride()) or q.stride(-1) != 1:
-        q, k, v = (t.contiguous() for t in (q, k, v))    # one layout for all three, rows contiguous
-    if blocks is not None:
-        blocks = (*blocks, FIXED_WARPS, FIXED_STAGES)
-    elif INTERPRET or q.dtype == torch.float32:
-        blocks = (FIXED_BLOCK, FIXED_BLOCK, FIXED_WARPS, FIXED_STAGES)
-    return FusedAttentionV2.apply(q, k, v, key_lengths, sm_scale, blocks, dq)
+        q, k, v = (t.contiguous() for t in (q, k, v))
+    return q, k, v, (None if blocks is None else (*blocks[:2], FIXED_WARPS, FIXED_STAGES))
+
+
+def forward(q, k, v, lengths, sm_scale: float, blocks: tuple[int, int, int, int] | None):
+    """One launch -> o (B, h, N, d) stored as (B, N, h, d), and the base-2 log-sum-exp (B, h, N)."""
+    B, h, N, d = q.shape
+    o = seq_major(B, h, N, d, q)
+    lse = torch.empty((B, h, N), device=q.device, dtype=torch.float32)
+    precision = "ieee" if q.dtype == torch.float32 else "tf32"             # fp32 stays exact fp32
+    args = (q, k, v, o, lse, lengths, sm_scale * LOG2E, *q.stride()[:3], *o.stride()[:3], N, h)
+
+    def launch(tiles):
+        block_m, block_n, warps, stages = tiles
+        attn_fwd_v2[_grid(N, B * h, block_m)](*args, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
+                                              PRECISION=precision, num_warps=warps, num_stages=stages)
+    key = ("fwd", q.shape, q.dtype, q.device)
+    launch(blocks or _BEST_TILES.get(key) or tune_tiles(key, candidate_tiles(FWD_TILES, d), launch))
+    return o, lse
+
+
+def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, int, int, int] | None,
+             dq_mode: str = DEFAULT_DQ):
+    """Two launches -> dq, dk, dv (laid out as o): the 5-product pass, then dQ's scaling (or summing)."""
+    B, h, N, d = q.shape
+    if do.stride() != o.stride():                       # the model's gradient arrives in o's layout
+        do = torch.empty_like(o).copy_(do)
+    dq, dk, dv = (torch.empty_like(o) for _ in range(3))
+    numel = dq.numel()
+    precision = "ieee" if q.dtype == torch.float32 else "tf32"
+
+    def launch(tiles, buffer):
+        block_m, block_n, warps, stages = tiles
+        attn_bwd_v2[_grid(N, B * h, block_n)](
+            q, k, v, o, do, lse, buffer, dk, dv, lengths, sm_scale, sm_scale * LOG2E,
+            *q.stride()[:3], *o.stride()[:3], N, h, numel, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
+            PRECISION=precision, dq_col_step=1, DQ_MODE=dq_mode, num_warps=warps, num_stages=stages)
+    key = ("bwd", dq_mode, q.shape, q.dtype, q.device)
+    tiles = blocks or _BEST_TILES.get(key)
+    if tiles is None:                                   # tuned on scratch: the accumulator stays zeroed
+        candidates = candidate_tiles(BWD_TILES, d)
+        smallest_block_n = min(block_n for _, block_n, _, _ in candidates)    # partials: the most tiles
+        scratch = (torch.zeros_like(_dq_accumulator(o)) if dq_mode != "partials"
+                   else _dq_buffer(o, dq_mode, smallest_block_n))
+        tiles = tune_tiles(key, candidates, functools.partial(launch, buffer=scratch))
+    buffer = _dq_buffer(o, dq_mode, tiles[1])
+    launch(tiles, buffer)
+    if dq_mode == "partials":                           # one program per SCALE_BLOCK elements of a sequence
+        sum_dq_partials_v2[(triton.cdiv(numel // B, SCALE_BLOCK), B)](
+            buffer, dq, lengths, sm_scale, numel, o.stride(0), o.stride(2), N, BLOCK_N=tiles[1],
+            BLOCK=SCALE_BLOCK)
+    else:
+        scale_dq_v2[(triton.cdiv(numel, SCALE_BLOCK),)](buffer, dq, sm_scale, numel, BLOCK=SCALE_BLOCK)
+    return dq, dk, dv
