@@ -14,6 +14,8 @@ flash_attention_v2 says what each is; default: atomic only).
 Every provider is timed twice: with triton.testing.do_bench (each call launched from Python, as a training
 step does) and with do_bench_cudagraph (the same calls replayed as a CUDA graph: the GPU's time alone). The
 host share, 1 - graph / plain, is the part of a call spent on the host (Python, autograd, launches).
+The JSON's "version_2_tuned" says what version 2's tuning picked per shape: the tiles, and on Hopper
+whether the forward reads key/value tiles through TMA (flash_attention_v2.hopper_tma).
 
     python benchmarks/attention.py              # on a CUDA GPU: writes assets/benchmarks/attention_<gpu>.json
                                                 # and assets/figures/attention_<gpu>.{png,json}
@@ -405,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         print("every case failed; nothing written", file=sys.stderr)
         return 1
     summary = summarize(rows, args.peak_tflops)
+    from minialbert.kernels.flash_attention_v2 import tuned_tiles  # triton is set up by now
+
     slug = "dry-run" if args.dry_run else re.sub(r"[^a-z0-9]+", "-", env["gpu"].lower()).strip("-")
     out = args.out or (Path(tempfile.mkdtemp(prefix="attention-")) if args.dry_run else REPO / "assets")
     result = {"environment": env, "peak_tflops": args.peak_tflops,
@@ -412,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                               if args.peak_tflops == PEAK_TFLOPS else "given with --peak-tflops"),
               "flop_convention": "forward 4*B*heads*N^2*d, backward 2.5x forward; effective: real lengths",
               "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-              "rows": rows, "summary": summary}
+              "rows": rows, "summary": summary, "version_2_tuned": tuned_tiles()}
     record = out / "benchmarks" / f"attention_{slug}.json"
     atomic_write(record, (json.dumps(result, indent=1) + "\n").encode())
     figure = plot(rows, env, f"attention_{slug}", out / "figures")

@@ -7,7 +7,7 @@ and for sm_80, sm_89 and sm_90 (and sm_75, the T4, in float16), and records per 
 memory, spills (stack/local memory), tensor-core instructions in the PTX and SASS, whether a block can
 launch, and the theoretical occupancy (minialbert.kernels.compile_report). Compiler facts, not timings.
 
-    python benchmarks/kernel_report.py                  # 1,197 compiles (828 of version 1: 13 min on 2 cores)
+    python benchmarks/kernel_report.py                  # 1,211 compiles (828 of version 1: 13 min on 2 cores)
     python benchmarks/kernel_report.py --workers 8      # more processes on a bigger machine
     python benchmarks/kernel_report.py --update         # compile only what the report lacks (same Triton)
 
@@ -59,8 +59,8 @@ def environment() -> dict:
 
 def summary_lines(records: list[dict]) -> list[str]:
     """One line per (kernel, target, dtype) over its configs and head dims: ranges and counts."""
-    lines = [f"{'kernel':<6} {'target':<6} {'dtype':<9} {'compiles':>8} {'registers':>10} {'shared KiB':>11} "
-             f"{'spill':>5} {'no fit':>6} {'tensor-core instr.':>19} {'occupancy':>10}"]
+    lines = [f"{'kernel':<11} {'target':<6} {'dtype':<9} {'compiles':>8} {'registers':>10} "
+             f"{'shared KiB':>11} {'spill':>5} {'no fit':>6} {'tensor-core instr.':>19} {'occupancy':>10}"]
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         groups.setdefault((r["kernel"], r["target"], r["dtype"]), []).append(r)
@@ -72,7 +72,7 @@ def summary_lines(records: list[dict]) -> list[str]:
         tensor = {name: sum(r["ptx"][name] for r in ok) for name in compile_report.TENSOR_CORE_PTX}
         used = "+".join(name for name, n in tensor.items() if n) or "none (FMA)"
         failed = f" ({len(group) - len(ok)} failed to compile)" if len(ok) < len(group) else ""
-        lines.append(f"{kernel:<6} {target:<6} {dtype:<9} {len(group):>8} {min(regs):>4}-{max(regs):<5} "
+        lines.append(f"{kernel:<11} {target:<6} {dtype:<9} {len(group):>8} {min(regs):>4}-{max(regs):<5} "
                      f"{min(shared):>5.0f}-{max(shared):<5.0f} {sum(r['spills'] for r in ok):>5} "
                      f"{sum(not r['fits'] for r in ok):>6} {used:>19} "
                      f"{min(occupancy):>4.0%}-{max(occupancy):<4.0%}{failed}")

@@ -6,6 +6,7 @@ import torch
 import minialbert as ma
 from minialbert.config import AlbertConfig
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"     # the Triton backends: compiled on a GPU
 TINY = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_layers=4, num_heads=4,
             intermediate_size=48, max_position_embeddings=40)
 
@@ -272,6 +273,15 @@ def test_check_false_skips_the_checks_that_read_values_back():
     model(cfg)(ids, types, mlm_labels=torch.where(ids > 50, ids, -100), check=False)   # runs, nothing read
 
 
+def padded_batch(cfg):
+    """4 sequences of 16 on DEVICE, the second padded after 10 tokens, a fifth of the tokens predicted."""
+    ids, types = batch(cfg, B=4, N=16)
+    mask = torch.ones_like(ids)
+    mask[1, 10:] = 0
+    labels = torch.where(torch.rand(ids.shape, generator=torch.Generator().manual_seed(2)) < 0.2, ids, -100)
+    return tuple(t.to(DEVICE) for t in (ids, types, mask, labels))
+
+
 @pytest.mark.parametrize("backend", ["sdpa", "triton", "triton-v2"])
 def test_the_training_forward_compiles_without_graph_breaks(backend):
     """One graph for every backend: the Triton kernels enter it as one opaque operator each way
@@ -279,32 +289,26 @@ def test_the_training_forward_compiles_without_graph_breaks(backend):
     if backend.startswith("triton"):
         pytest.importorskip("triton")
     cfg = AlbertConfig.preset("ci-albert").replace(attention_backend=backend, attention_dropout_prob=0.0)
-    net = model(cfg).train()
-    ids, types = batch(cfg, B=4, N=16)
-    mask = torch.ones_like(ids)
-    mask[1, 10:] = 0                                         # a padded row
-    labels = torch.where(torch.rand(ids.shape, generator=torch.Generator().manual_seed(2)) < 0.2, ids, -100)
+    net = model(cfg).train().to(DEVICE)
+    ids, types, mask, labels = padded_batch(cfg)
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):   # as train.compiled sets it
-        explained = torch._dynamo.explain(net)(ids, types, mask, mlm_labels=labels,
-                                               sentence_labels=torch.tensor([0, 1, 0, 1]), check=False)
+        explained = torch._dynamo.explain(net)(ids, types, mask, mlm_labels=labels, check=False,
+                                               sentence_labels=torch.tensor([0, 1, 0, 1], device=DEVICE))
     assert explained.graph_break_count == 0, explained.break_reasons
     assert explained.graph_count == 1
 
 
 def test_graphed_layers_with_the_triton_kernel_give_eager_loss_and_gradients_under_inductor():
-    """compiling.graphed_layers as training runs it (inductor, mode reduce-overhead; on a CPU without the CUDA
-    graphs) with version 2 of the kernel inside: inductor takes the operator and its exact-stride tag, and
-    the compiled layers give the eager model's loss and gradients."""
+    """compiling.graphed_layers as training runs it (inductor, mode reduce-overhead: CUDA graphs on a GPU,
+    none on a CPU) with version 2 of the kernel inside: inductor takes the operator and its exact-stride
+    tag, and the compiled layers give the eager model's loss and gradients."""
     pytest.importorskip("triton")
     from minialbert.compiling import graphed_layers
 
     cfg = AlbertConfig.preset("ci-albert").replace(attention_backend="triton-v2", attention_dropout_prob=0.0,
                                                    hidden_dropout_prob=0.0)
-    net = model(cfg).train()
-    ids, types = batch(cfg, B=4, N=16)
-    mask = torch.ones_like(ids)
-    mask[1, 10:] = 0
-    labels = torch.where(torch.rand(ids.shape, generator=torch.Generator().manual_seed(2)) < 0.3, ids, -100)
+    net = model(cfg).train().to(DEVICE)
+    ids, types, mask, labels = padded_batch(cfg)
 
     def loss_and_grads():
         loss = net(ids, types, mask, mlm_labels=labels, check=False).mlm_loss_sum

@@ -3,7 +3,7 @@
 Triton compiles ahead of time for any NVIDIA target without a GPU: `triton.compile` turns a kernel, its
 argument types and its compile-time constants into PTX and a cubin for, say, sm_90, and the `cuobjdump`
 shipped in Triton's wheel reads the cubin's resource usage. This module does that for every kernel of
-`flash_attention` under every tile configuration it may be launched with, and reads:
+`flash_attention` and `flash_attention_v2` under every tile configuration it may be launched with, and reads:
 
 - registers per thread, stack and local memory (local memory means register spills),
 - shared memory (Triton's dynamic allocation plus the cubin's static part),
@@ -85,14 +85,18 @@ TARGETS = {
 }
 WARP_SIZE = 32
 
-# The kernels under short names (the four of flash_attention, then the three of flash_attention_v2), and the
-# tile tables the big ones are tuned over (version 1 with triton.autotune, version 2 once per shape).
+# The kernels under short names (the four of flash_attention, then those of flash_attention_v2: "fwd_v2_tma"
+# is its forward reading key/value tiles through TMA, which tuning may pick only on Hopper, in half precision:
+# flash_attention_v2.hopper_tma), and the tile tables the big ones are tuned over (version 1 with
+# triton.autotune, version 2 once per shape).
 KERNELS = {"fwd": "_attn_fwd", "delta": "_attn_bwd_delta", "dkdv": "_attn_bwd_dkdv", "dq": "_attn_bwd_dq",
-           "fwd_v2": "attn_fwd_v2", "bwd_v2": "attn_bwd_v2", "scale_dq_v2": "scale_dq_v2"}
-VERSION_2 = ("fwd_v2", "bwd_v2", "scale_dq_v2")
+           "fwd_v2": "attn_fwd_v2", "fwd_v2_tma": "attn_fwd_v2", "bwd_v2": "attn_bwd_v2",
+           "scale_dq_v2": "scale_dq_v2"}
+VERSION_2 = ("fwd_v2", "fwd_v2_tma", "bwd_v2", "scale_dq_v2")
+HOPPER_ONLY = {"fwd_v2_tma": "sm_90"}        # compiled for this target alone
 AUTOTUNE_TILES = {"fwd": tiles.FWD_TILES, "dkdv": tiles.DKDV_TILES,
                   "dq": tiles.DQ_TILES, "fwd_v2": flash_attention_v2.FWD_TILES,
-                  "bwd_v2": flash_attention_v2.BWD_TILES}
+                  "fwd_v2_tma": flash_attention_v2.FWD_TILES, "bwd_v2": flash_attention_v2.BWD_TILES}
 DELTA_BLOCK_M = 64                # flash_attention.backward launches _attn_bwd_delta with BLOCK_M=64 and
 DELTA_WARPS, DELTA_STAGES = 4, 3  # Triton's default warps and stages
 DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}   # torch name -> Triton type name
@@ -130,9 +134,12 @@ def launch_variants(kernel: str, dtype: str, head_dim: int, target: str) -> list
     float16/bfloat16: the configs autotuning tries at this head dim (the delta kernel has one fixed launch).
     float32: the FIXED_BLOCK tiles with FIXED_WARPS and FIXED_STAGES (float32 is never autotuned).
     Version 2 likewise: its tile table's candidates at this head dim, fixed tiles for float32, and one fixed
-    launch of the dQ scaling kernel (SCALE_BLOCK elements, Triton's default warps and stages).
+    launch of the dQ scaling kernel (SCALE_BLOCK elements, Triton's default warps and stages). A HOPPER_ONLY
+    kernel has none on other targets, nor in float32.
     """
     common = dict(kernel=kernel, target=target, dtype=dtype, head_dim=head_dim)
+    if kernel in HOPPER_ONLY and (target != HOPPER_ONLY[kernel] or dtype == "float32"):
+        return []                                  # never launched there
     if kernel == "delta":
         return [Variant(**common, block_m=DELTA_BLOCK_M, block_n=None, num_warps=DELTA_WARPS,
                         num_stages=DELTA_STAGES, autotuned=False)]
@@ -196,6 +203,8 @@ def compile_variant(variant: Variant):
         constants = {"BLOCK": variant.block_m}
     if variant.block_n is not None:
         constants.update(BLOCK_N=variant.block_n, PRECISION="ieee" if variant.dtype == "float32" else "tf32")
+    if variant.kernel == "fwd_v2_tma":
+        constants["TMA"] = True
     source = ASTSource(function, signature, constexprs=constants, attrs=aligned)
     target = GPUTarget("cuda", TARGETS[variant.target].capability, WARP_SIZE)
     with warnings.catch_warnings():    # Triton 3.9 warns that its FP-fusion default will change; launches

@@ -14,6 +14,8 @@ call was time on the host, and its backward multiplied 7 tiles per tile pair whe
   nothing is read back to the host.
 - Tiles: looked up in a dict per shape; on a GPU the first call of a shape times a few candidates
   (CUDA-graph replays, so launch overhead does not decide) and the winner is launched directly after.
+- Hopper (sm_90+, half precision): the forward's candidates include reading whole key/value tiles through
+  TMA, tensor descriptors the GPU copies by (hopper_tma); tuning keeps it only where it is faster.
 
 Not yet correct compiled: on an H200 its dQ loses whole rows of atomic adds at N = 1000 (d = 64 and 128,
 every launch setting tried; assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json), so version 1 stays the
@@ -52,17 +54,21 @@ DEFAULT_DQ = "atomic"                   # changes only when a GPU shows another 
 
 
 @triton.jit
-def _fwd_loop(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_n, lo, hi, kv_len, qk_scale, stride_n,
-              BLOCK_N: tl.constexpr, MASKED: tl.constexpr, PRECISION: tl.constexpr):
-    """Stream key/value tiles [lo, hi) past the query tile, updating the online softmax (base 2)."""
+def _fwd_loop(acc, l_i, m_i, q, k_src, v_src, offs_n, lo, hi, kv_len, qk_scale, stride_n,
+              BLOCK_N: tl.constexpr, MASKED: tl.constexpr, PRECISION: tl.constexpr, TMA: tl.constexpr):
+    """Stream key/value tiles [lo, hi) past the query tile, updating the online softmax (base 2).
+    k_src, v_src: the first key/value tile's pointers; with TMA (whole tiles only), the head's descriptors."""
     for start_n in range(lo, hi, BLOCK_N):
         if MASKED:                                                          # the one partial tile
             real_k = start_n + offs_n < kv_len
-            k = tl.load(k_ptrs + start_n * stride_n, mask=real_k[:, None], other=0.0)
-            v = tl.load(v_ptrs + start_n * stride_n, mask=real_k[:, None], other=0.0)
+            k = tl.load(k_src + start_n * stride_n, mask=real_k[:, None], other=0.0)
+            v = tl.load(v_src + start_n * stride_n, mask=real_k[:, None], other=0.0)
+        elif TMA:                                                           # Hopper's copy engine
+            k = k_src.load([start_n, 0])
+            v = v_src.load([start_n, 0])
         else:
-            k = tl.load(k_ptrs + start_n * stride_n)
-            v = tl.load(v_ptrs + start_n * stride_n)
+            k = tl.load(k_src + start_n * stride_n)
+            v = tl.load(v_src + start_n * stride_n)
         qk = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale   # (BM, BN) scores, log2 units
         if MASKED:
             qk = tl.where(real_k[None, :], qk, float("-inf"))
@@ -79,8 +85,14 @@ def _fwd_loop(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_n, lo, hi, kv_len, qk_scale
 def attn_fwd_v2(Q, K, V, O, LSE, Lengths, qk_scale, stride_b, stride_h, stride_n,
                 o_stride_b, o_stride_h, o_stride_n, N_CTX, N_HEADS,
                 HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                PRECISION: tl.constexpr):
-    """One program per (query tile, batch x head): O = softmax(Q K^T * scale) V and its log-sum-exp."""
+                PRECISION: tl.constexpr, TMA: tl.constexpr = False):
+    """One program per (query tile, batch x head): O = softmax(Q K^T * scale) V and its log-sum-exp.
+
+    TMA (Hopper, sm_90+: see hopper_tma): the whole key/value tiles arrive through tensor descriptors of this
+    head's (N, d) rows, made on the GPU, which Hopper's tensor memory accelerator copies into shared memory;
+    the one partial tile still loads masked, so padding is never read. Off by default, which compile tools
+    that predate it compile.
+    """
     start_m, bh = tl.program_id(0), tl.program_id(1)
     b, h = bh // N_HEADS, bh % N_HEADS
     base = b.to(tl.int64) * stride_b + h.to(tl.int64) * stride_h           # q, k, v share strides
@@ -98,10 +110,17 @@ def attn_fwd_v2(Q, K, V, O, LSE, Lengths, qk_scale, stride_b, stride_h, stride_n
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     full = kv_len // BLOCK_N * BLOCK_N                                      # end of the whole tiles
-    acc, l_i, m_i = _fwd_loop(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_n, 0, full, kv_len, qk_scale, stride_n,
-                              BLOCK_N, False, PRECISION)
+    if TMA:
+        k_src = tl.make_tensor_descriptor(K + base, shape=[N_CTX, HEAD_DIM], strides=[stride_n, 1],
+                                          block_shape=[BLOCK_N, HEAD_DIM])
+        v_src = tl.make_tensor_descriptor(V + base, shape=[N_CTX, HEAD_DIM], strides=[stride_n, 1],
+                                          block_shape=[BLOCK_N, HEAD_DIM])
+    else:
+        k_src, v_src = k_ptrs, v_ptrs
+    acc, l_i, m_i = _fwd_loop(acc, l_i, m_i, q, k_src, v_src, offs_n, 0, full, kv_len, qk_scale, stride_n,
+                              BLOCK_N, False, PRECISION, TMA)
     acc, l_i, m_i = _fwd_loop(acc, l_i, m_i, q, k_ptrs, v_ptrs, offs_n, full, kv_len, kv_len, qk_scale,
-                              stride_n, BLOCK_N, True, PRECISION)
+                              stride_n, BLOCK_N, True, PRECISION, False)
 
     real = rows < length
     l_safe = tl.where(real, l_i, 1.0)
@@ -253,11 +272,11 @@ BWD_TILES = {
 }
 
 
-_BEST_TILES: dict[tuple, tuple[int, int, int, int]] = {}    # (pass, shape, dtype, device) -> tiles
+_BEST_TILES: dict[tuple, tuple] = {}    # (pass, shape, ...) -> tiles; the forward's: (tiles, read by TMA?)
 _DQ_ACCUMULATORS: dict[tuple, torch.Tensor] = {}           # (shape, device) -> zeroed float32 dQ buffer
 
 
-def tune_tiles(key: tuple, candidates: list, launch) -> tuple[int, int, int, int]:
+def tune_tiles(key: tuple, candidates: list, launch) -> tuple:
     """The fastest of `candidates`, timed as CUDA-graph replays of `launch(tiles)` (launch overhead left
     out), remembered in _BEST_TILES[key] so that later calls of the shape only look it up."""
     times = {}
@@ -269,6 +288,21 @@ def tune_tiles(key: tuple, candidates: list, launch) -> tuple[int, int, int, int
         times[tiles] = triton.testing.do_bench_cudagraph(functools.partial(launch, tiles), rep=10)
     _BEST_TILES[key] = min(times, key=times.get)
     return _BEST_TILES[key]
+
+
+def tuned_tiles() -> list[dict]:
+    """What tuning chose in this process, one record per pass, dQ mode and shape (benchmarks report it)."""
+    records = []
+    for key, choice in _BEST_TILES.items():
+        if key[0] == "fwd":             # ("fwd", shape, strides, dtype, device, aligned) -> (tiles, tma)
+            (tiles, tma), dq_mode, shape, dtype = choice, None, key[1], key[3]
+        else:                           # ("bwd", dq mode, shape, dtype, device) -> tiles
+            tiles, tma, dq_mode, shape, dtype = choice, False, key[1], key[2], key[3]
+        block_m, block_n, warps, stages = tiles
+        records.append({"pass": key[0], "dq": dq_mode, "shape": list(shape),
+                        "dtype": str(dtype).removeprefix("torch."),
+                        "tiles": f"{block_m}x{block_n} w{warps} s{stages}", "tma": tma})
+    return records
 
 
 def seq_major(B: int, h: int, N: int, d: int, like: torch.Tensor, dtype=None) -> torch.Tensor:
@@ -306,21 +340,50 @@ def one_layout(q, k, v, blocks: tuple[int, int] | None):
     return q, k, v, (None if blocks is None else (*blocks[:2], FIXED_WARPS, FIXED_STAGES))
 
 
-def forward(q, k, v, lengths, sm_scale: float, blocks: tuple[int, int, int, int] | None):
-    """One launch -> o (B, h, N, d) stored as (B, N, h, d), and the base-2 log-sum-exp (B, h, N)."""
+def forward(q, k, v, lengths, sm_scale: float, blocks: tuple[int, int, int, int] | None, tma: bool = False):
+    """One launch -> o (B, h, N, d) stored as (B, N, h, d), and the base-2 log-sum-exp (B, h, N).
+
+    blocks None: the tiles, and on a Hopper GPU whether to read key/value tiles through TMA, are timed the
+    first time a shape runs (tune_tiles) and looked up after. Fixed blocks launch with TMA only if `tma`."""
     B, h, N, d = q.shape
     o = seq_major(B, h, N, d, q)
     lse = torch.empty((B, h, N), device=q.device, dtype=torch.float32)
     precision = "ieee" if q.dtype == torch.float32 else "tf32"             # fp32 stays exact fp32
     args = (q, k, v, o, lse, lengths, sm_scale * LOG2E, *q.stride()[:3], *o.stride()[:3], N, h)
 
-    def launch(tiles):
-        block_m, block_n, warps, stages = tiles
+    def launch(choice):
+        (block_m, block_n, warps, stages), tma = choice
+        if tma:                                         # the GPU writes its tensor descriptors here
+            triton.set_allocator(_descriptor_memory)
         attn_fwd_v2[_grid(N, B * h, block_m)](*args, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
-                                              PRECISION=precision, num_warps=warps, num_stages=stages)
-    key = ("fwd", q.shape, q.dtype, q.device)
-    launch(blocks or _BEST_TILES.get(key) or tune_tiles(key, candidate_tiles(FWD_TILES, d), launch))
+                                              PRECISION=precision, TMA=tma, num_warps=warps,
+                                              num_stages=stages)
+    if blocks:
+        launch((blocks, tma))
+        return o, lse
+    key = ("fwd", q.shape, q.stride(), q.dtype, q.device, _aligned(q, k, v))
+    if key not in _BEST_TILES:
+        ways = (False, True) if hopper_tma(q) and key[-1] else (False,)
+        tune_tiles(key, [(tiles, way) for tiles in candidate_tiles(FWD_TILES, d) for way in ways], launch)
+    launch(_BEST_TILES[key])
     return o, lse
+
+
+def hopper_tma(q: torch.Tensor) -> bool:
+    """Whether the forward may read tiles through TMA, Hopper's tensor memory accelerator: half precision on
+    a CUDA GPU of compute capability 9.0 or newer, with strides of 16 bytes' multiples (TMA's rule; the
+    model's are), and 16-byte aligned addresses (checked per call: _aligned)."""
+    return (q.is_cuda and q.dtype != torch.float32 and torch.cuda.get_device_capability(q.device) >= (9, 0)
+            and all(stride * q.element_size() % 16 == 0 for stride in q.stride()[:3]))
+
+
+def _aligned(q, k, v) -> bool:
+    return q.data_ptr() % 16 == k.data_ptr() % 16 == v.data_ptr() % 16 == 0
+
+
+def _descriptor_memory(size: int, alignment: int, stream) -> torch.Tensor:
+    """Memory for the tensor descriptors a TMA launch makes on the GPU (triton.set_allocator's hook)."""
+    return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
 def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, int, int, int] | None,
