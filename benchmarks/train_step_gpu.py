@@ -8,7 +8,8 @@ takes the same step with its own loss. Reported per contender and batch kind: me
 and cudaStreamSynchronize over a few steps), and ratios against transformers and against ours-sdpa.
 Each of our backends also runs compiled two ways: "+compile", the whole forward under torch.compile, and
 "+graphs", the encoder's layers replayed as CUDA graphs (train.graphed_layers), where launches cost no host
-time: what closes the Triton kernels' host gap, if anything does.
+time: what closes the Triton kernels' host gap, if anything does. Their rows count the CUDA graphs inductor
+declined to record (cudagraph_skips; its log says why): 0 for "+graphs" means the layers did replay.
 
     python benchmarks/train_step_gpu.py                 # writes assets/benchmarks/train_step_<gpu>.json
     python benchmarks/train_step_gpu.py --out /tmp/x    # writes /tmp/x/train_step_<gpu>.json
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import torch
 from gpu_check import environment, slug
+from torch._dynamo.utils import counters
 from train_step import hf_model
 
 import minialbert as ma
@@ -205,6 +207,7 @@ def run(args, save) -> tuple[list[dict], dict]:
                 rows.append({**row, "skipped": skip or "the full batch failed"})
                 continue
             try:
+                skips = counters["inductor"]["cudagraph_skips"]
                 if kind == "full":
                     t0 = time.perf_counter()
                     step = build(name, cfg, device, precision, targs, args.dry_run)
@@ -212,6 +215,8 @@ def run(args, save) -> tuple[list[dict], dict]:
                 result = measure(step, batch, args, device)
                 if kind == "full":
                     result["first_batch_seconds"] = round(time.perf_counter() - t0, 1)   # includes compiling
+                if "+" in name:                       # graphs inductor declined to record (reasons: the log)
+                    result["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"] - skips
                 rows.append({**row, **result})
             except Exception as err:                      # one contender's failure must not lose the rest
                 rows.append({**row, "error": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"})
