@@ -6,10 +6,11 @@ right-padded), in one run. Ours is the trainer's own `train_step`; transformers'
 takes the same step with its own loss. Reported per contender and batch kind: median ms/step, real
 (unpadded) tokens/s, peak GiB, host syncs per step (torch.profiler counts of aten::_local_scalar_dense
 and cudaStreamSynchronize over a few steps), and ratios against transformers and against ours-sdpa.
-Each of our backends also runs compiled two ways: "+compile", the whole forward under torch.compile, and
-"+graphs", the encoder's layers replayed as CUDA graphs (train.graphed_layers), where launches cost no host
-time: what closes the Triton kernels' host gap, if anything does. Their rows count the CUDA graphs inductor
-declined to record (cudagraph_skips; its log says why): 0 for "+graphs" means the layers did replay.
+Each of our backends also runs compiled two ways: "+compile", the whole forward under torch.compile,
+and "+graphs", the encoder's layers replayed as CUDA graphs (compiling.graphed_layers), where launches
+cost no host time: what closes the Triton kernels' host gap, if anything does. Their rows count the CUDA
+graphs inductor declined to record (cudagraph_skips; its log says why): 0 for "+graphs" means the layers
+did replay.
 
     python benchmarks/train_step_gpu.py                 # writes assets/benchmarks/train_step_<gpu>.json
     python benchmarks/train_step_gpu.py --out /tmp/x    # writes /tmp/x/train_step_<gpu>.json
@@ -44,7 +45,7 @@ from minialbert.train import TrainArgs, train_step
 REPO = Path(__file__).resolve().parent.parent
 SYNC_EVENTS = ("aten::_local_scalar_dense", "cudaStreamSynchronize")
 # A backend alone, "+compile" (the whole forward under torch.compile) or "+graphs" (the encoder's layers as
-# CUDA graphs, train.graphed_layers). Compiling takes longest: those come last.
+# CUDA graphs, compiling.graphed_layers). Compiling takes longest: those come last.
 BACKENDS = ("sdpa", "triton", "triton-v2")
 CONTENDERS = ("sdpa", "transformers", "triton", "triton-v2",
               *(f"{backend}+{how}" for how in ("compile", "graphs") for backend in BACKENDS))

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from .compiling import COMPILE_MODES
 from .config import OBJECTIVES
 from .optim import OPTIMIZERS
 from .scale import SCALES
@@ -77,7 +78,7 @@ def device_options(p: Parser, compile: bool) -> None:
                         "follows: bf16 autocast on sm_80+, fp16 with a gradient scaler on sm_70/75, "
                         "else fp32")
     if compile:
-        p.add_argument("--compile", nargs="?", const="model", default=False, choices=["model", "graphs"],
+        p.add_argument("--compile", nargs="?", const="model", default=False, choices=COMPILE_MODES,
                        help="compile before the first step (off by default: compiling takes minutes): "
                             "'model' (what --compile alone means) runs the model's forward under "
                             "torch.compile; 'graphs' compiles the encoder's layers to replay as CUDA graphs "
