@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -331,6 +332,32 @@ def test_version_2_times_tiles_and_tma_the_first_time_a_shape_runs(monkeypatch):
     torch.testing.assert_close(out.double(), ref, **TOLERANCE[torch.float16])
     v2.forward(q, k, v, lengths, 32 ** -0.5, None)
     assert len(timed) == 2 * len(v2.candidate_tiles(v2.FWD_TILES, 32))      # looked up, not timed again
+
+
+def test_a_tma_launch_that_fails_is_left_out_of_tuning_with_a_warning(monkeypatch):
+    """A GPU or Triton that cannot take the TMA path (here: its allocator hook refuses) leaves tuning to the
+    plain loads, says so once, and the call still returns the right answer."""
+    from minialbert.kernels import flash_attention_v2 as v2
+
+    def refuse(allocator):
+        raise RuntimeError("this Triton has no TMA")
+    monkeypatch.setattr(v2.triton.testing, "do_bench_cudagraph", lambda launch, rep: launch() or 1.0)
+    monkeypatch.setattr(v2.triton, "set_allocator", refuse)
+    monkeypatch.setattr(v2, "hopper_tma", lambda q: True)
+    monkeypatch.setattr(v2, "_BEST_TILES", {})
+    q, k, v, _ = make_inputs(1, 2, 40, 32, torch.float16, seed=10)
+    with pytest.warns(UserWarning, match=r"failed to launch and is left out of tuning .*has no TMA"):
+        out, _ = v2.forward(q, k, v, torch.tensor([40], device=DEVICE), 32 ** -0.5, None)
+    assert [r["tma"] for r in v2.tuned_tiles()] == [False]
+    torch.testing.assert_close(out.double(), reference_attention(*(t.double() for t in (q, k, v))),
+                               **TOLERANCE[torch.float16])
+    monkeypatch.setattr(v2, "hopper_tma", lambda q: False)
+    monkeypatch.setattr(v2, "candidate_tiles", lambda table, d: [(16, 16, 8, 2)])
+    monkeypatch.setattr(v2, "_BEST_TILES", {})
+    monkeypatch.setattr(v2, "attn_fwd_v2", None)                    # nothing launches: the failure is raised
+    with pytest.raises(TypeError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v2.forward(q, k, v, torch.tensor([40], device=DEVICE), 32 ** -0.5, None)
 
 
 def test_only_hopper_in_half_precision_with_aligned_strides_may_use_tma(monkeypatch):

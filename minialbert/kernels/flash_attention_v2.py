@@ -37,6 +37,7 @@ past it do no work, partial tiles are masked, and what padding holds (even NaN) 
 from __future__ import annotations
 
 import functools
+import warnings
 
 import torch
 import triton
@@ -278,14 +279,24 @@ _DQ_ACCUMULATORS: dict[tuple, torch.Tensor] = {}           # (shape, device) -> 
 
 def tune_tiles(key: tuple, candidates: list, launch) -> tuple:
     """The fastest of `candidates`, timed as CUDA-graph replays of `launch(tiles)` (launch overhead left
-    out), remembered in _BEST_TILES[key] so that later calls of the shape only look it up."""
-    times = {}
+    out), remembered in _BEST_TILES[key] so that later calls of the shape only look it up. A candidate that
+    fails to launch is left out (tiles the GPU cannot hold silently; any other failure, such as a Triton
+    without TMA, with a warning); if every one fails, the last failure is raised."""
+    times, failure = {}, None
     for tiles in candidates:
         try:
             launch(tiles)                           # compiles; tiles the GPU cannot hold fail here
-        except OutOfResources:
+        except OutOfResources as err:
+            failure = err
+            continue
+        except Exception as err:                    # noqa: BLE001 - tuning goes on with the others
+            failure = err
+            warnings.warn(f"fused attention version 2: {tiles} failed to launch and is left out of tuning "
+                          f"({type(err).__name__}: {str(err).strip().split(chr(10))[-1][:200]})", stacklevel=2)
             continue
         times[tiles] = triton.testing.do_bench_cudagraph(functools.partial(launch, tiles), rep=10)
+    if not times:
+        raise failure
     _BEST_TILES[key] = min(times, key=times.get)
     return _BEST_TILES[key]
 
