@@ -15,7 +15,7 @@ Every provider is timed twice: with triton.testing.do_bench (each call launched 
 step does) and with do_bench_cudagraph (the same calls replayed as a CUDA graph: the GPU's time alone). The
 host share, 1 - graph / plain, is the part of a call spent on the host (Python, autograd, launches).
 The JSON's "version_2_tuned" says what version 2's tuning picked per shape: the tiles, and on Hopper
-whether the forward reads key/value tiles through TMA (flash_attention_v2.hopper_tma).
+whether each pass reads its streamed tiles through TMA (minialbert/kernels/tuning.py).
 
     python benchmarks/attention.py              # on a CUDA GPU: writes assets/benchmarks/attention_<gpu>.json
                                                 # and assets/figures/attention_<gpu>.{png,json}
@@ -407,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         print("every case failed; nothing written", file=sys.stderr)
         return 1
     summary = summarize(rows, args.peak_tflops)
-    from minialbert.kernels.flash_attention_v2 import tuned_tiles  # triton is set up by now
+    from minialbert.kernels.tuning import tuned_tiles  # triton is set up by now
 
     slug = "dry-run" if args.dry_run else re.sub(r"[^a-z0-9]+", "-", env["gpu"].lower()).strip("-")
     out = args.out or (Path(tempfile.mkdtemp(prefix="attention-")) if args.dry_run else REPO / "assets")

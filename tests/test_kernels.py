@@ -288,29 +288,39 @@ def test_under_torch_compile_the_kernels_are_one_opaque_operator(version, dq):
                           (*inputs, lengths, 0.25, version, blocks, dq))
 
 
+@pytest.mark.filterwarnings("ignore:All-NaN slice:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
-def test_version_2_forward_through_tma_descriptors_matches_the_reference(dtype):
-    """The Hopper path (whole key/value tiles through tensor descriptors; the interpreter emulates them)
-    gives the reference's output and log-sum-exp with ragged lengths, N not a multiple of the tile, and NaN
-    in the padding: the one partial tile still loads masked, so padding is never read."""
+def test_version_2_through_tma_descriptors_matches_the_reference(dtype):
+    """The Hopper path (whole streamed tiles through tensor descriptors; the interpreter emulates them), in
+    the forward and the backward, gives exactly what the plain loads give, and the reference's output and
+    gradients, with ragged lengths, N not a multiple of the tile, and NaN in the padding: the one partial
+    tile still loads masked, so padding is never read."""
     from minialbert.kernels import flash_attention_v2 as v2
 
-    q, k, v, _ = make_inputs(2, 3, 70, 32, dtype, seed=8)
-    lengths = torch.tensor([70, 33], device=DEVICE)
-    ref = reference_attention(*(t.double() for t in (q, k, v)), key_lengths=lengths)
-    k[1, :, 33:], v[1, :, 33:] = float("nan"), float("nan")
-    plain, plain_lse = v2.forward(q, k, v, lengths, 32 ** -0.5, (16, 16, 8, 2))
-    out, lse = v2.forward(q, k, v, lengths, 32 ** -0.5, (16, 16, 8, 2), tma=True)
-    torch.testing.assert_close(out.double(), ref, **TOLERANCE[dtype])
-    torch.testing.assert_close(out, plain, atol=0, rtol=0)             # the same sums in the same order
-    torch.testing.assert_close(lse, plain_lse, atol=0, rtol=0)
+    q, k, v, do = make_inputs(2, 3, 70, 32, dtype, seed=8)
+    lengths, sm_scale, tiles = torch.tensor([70, 33], device=DEVICE), 32 ** -0.5, (16, 16, 8, 2)
+    ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
+    ref = reference_attention(*ref_leaves, key_lengths=lengths)
+    ref.backward(do.double())
+    for t in (q, k, v):
+        t[1, :, 33:] = float("nan")
+    runs = {}
+    for tma in (False, True):
+        o, lse = v2.forward(q, k, v, lengths, sm_scale, tiles, tma=tma)
+        runs[tma] = (o, lse, *v2.backward(do, q, k, v, o, lse, lengths, sm_scale, tiles, tma=tma))
+    for name, a, b in zip(("o", "lse", "dq", "dk", "dv"), runs[True], runs[False]):
+        torch.testing.assert_close(a, b, atol=0, rtol=0, msg=name)     # the same sums in the same order
+    o, _, *grads = runs[True]
+    for name, a, b in zip(("o", "dq", "dk", "dv"), (o, *grads), (ref, *(t.grad for t in ref_leaves))):
+        torch.testing.assert_close(a.double(), b, **TOLERANCE[dtype], msg=name)
 
 
 def test_version_2_times_tiles_and_tma_the_first_time_a_shape_runs(monkeypatch):
-    """On a GPU, fixed tiles aside, the forward times every tile of its table read plainly and, on Hopper,
+    """On a GPU, fixed tiles aside, each pass times every tile of its table read plainly and, on Hopper,
     through TMA, remembers the fastest for the shape and launches it from then on. Here the GPU's timer is
-    replaced by one that favours a TMA choice; the winner must be stored, launched and correct."""
+    replaced by one that favours a TMA choice; the winners must be stored, launched and correct."""
     from minialbert.kernels import flash_attention_v2 as v2
+    from minialbert.kernels import tuning
 
     timed = []
 
@@ -319,41 +329,51 @@ def test_version_2_times_tiles_and_tma_the_first_time_a_shape_runs(monkeypatch):
         (tiles, tma), = launch.args
         timed.append((tiles, tma))
         return 1.0 if tma and tiles[1] == 32 else 2.0
-    monkeypatch.setattr(v2.triton.testing, "do_bench_cudagraph", fake_timer)
-    monkeypatch.setattr(v2, "hopper_tma", lambda q: True)
-    monkeypatch.setattr(v2, "_BEST_TILES", {})
-    q, k, v, _ = make_inputs(2, 2, 40, 32, torch.float16, seed=9)
-    lengths = torch.tensor([40, 21], device=DEVICE)
-    out, _ = v2.forward(q, k, v, lengths, 32 ** -0.5, None)
-    assert sorted(timed) == sorted((t, way) for t in v2.candidate_tiles(v2.FWD_TILES, 32) for way in (0, 1))
-    assert v2.tuned_tiles() == [{"pass": "fwd", "dq": None, "shape": [2, 2, 40, 32], "dtype": "float16",
-                                 "tiles": "128x32 w4 s3", "tma": True}]
-    ref = reference_attention(*(t.double() for t in (q, k, v)), key_lengths=lengths)
-    torch.testing.assert_close(out.double(), ref, **TOLERANCE[torch.float16])
-    v2.forward(q, k, v, lengths, 32 ** -0.5, None)
-    assert len(timed) == 2 * len(v2.candidate_tiles(v2.FWD_TILES, 32))      # looked up, not timed again
+    monkeypatch.setattr(tuning.triton.testing, "do_bench_cudagraph", fake_timer)
+    monkeypatch.setattr(tuning, "hopper_tma", lambda q: True)
+    monkeypatch.setattr(tuning, "_CHOSEN", {})
+    q, k, v, do = make_inputs(2, 2, 40, 32, torch.float16, seed=9)
+    lengths, sm_scale = torch.tensor([40, 21], device=DEVICE), 32 ** -0.5
+    out, lse = v2.forward(q, k, v, lengths, sm_scale, None)
+    grads = v2.backward(do, q, k, v, out, lse, lengths, sm_scale, None)
+    tried = [(t, way) for table in (v2.FWD_TILES, v2.BWD_TILES)
+             for t in v2.candidate_tiles(table, 32) for way in (False, True)]
+    assert sorted(timed) == sorted(tried)
+    assert tuning.tuned_tiles() == [
+        {"pass": "fwd", "dq": None, "shape": [2, 2, 40, 32], "dtype": "float16", "tiles": "128x32 w4 s3",
+         "tma": True},
+        {"pass": "bwd", "dq": "atomic", "shape": [2, 2, 40, 32], "dtype": "float16", "tiles": "32x32 w8 s2",
+         "tma": True}]
+    ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
+    ref = reference_attention(*ref_leaves, key_lengths=lengths)
+    ref.backward(do.double())
+    for a, b in zip((out, *grads), (ref, *(t.grad for t in ref_leaves))):
+        torch.testing.assert_close(a.double(), b, **TOLERANCE[torch.float16])
+    v2.backward(do, q, k, v, *v2.forward(q, k, v, lengths, sm_scale, None), lengths, sm_scale, None)
+    assert len(timed) == len(tried)                                      # looked up, not timed again
 
 
 def test_a_tma_launch_that_fails_is_left_out_of_tuning_with_a_warning(monkeypatch):
     """A GPU or Triton that cannot take the TMA path (here: its allocator hook refuses) leaves tuning to the
     plain loads, says so once, and the call still returns the right answer."""
     from minialbert.kernels import flash_attention_v2 as v2
+    from minialbert.kernels import tuning
 
     def refuse(allocator):
         raise RuntimeError("this Triton has no TMA")
-    monkeypatch.setattr(v2.triton.testing, "do_bench_cudagraph", lambda launch, rep: launch() or 1.0)
+    monkeypatch.setattr(tuning.triton.testing, "do_bench_cudagraph", lambda launch, rep: launch() or 1.0)
     monkeypatch.setattr(v2.triton, "set_allocator", refuse)
-    monkeypatch.setattr(v2, "hopper_tma", lambda q: True)
-    monkeypatch.setattr(v2, "_BEST_TILES", {})
+    monkeypatch.setattr(tuning, "hopper_tma", lambda q: True)
+    monkeypatch.setattr(tuning, "_CHOSEN", {})
     q, k, v, _ = make_inputs(1, 2, 40, 32, torch.float16, seed=10)
     with pytest.warns(UserWarning, match=r"failed to launch and is left out of tuning .*has no TMA"):
         out, _ = v2.forward(q, k, v, torch.tensor([40], device=DEVICE), 32 ** -0.5, None)
-    assert [r["tma"] for r in v2.tuned_tiles()] == [False]
+    assert [r["tma"] for r in tuning.tuned_tiles()] == [False]
     torch.testing.assert_close(out.double(), reference_attention(*(t.double() for t in (q, k, v))),
                                **TOLERANCE[torch.float16])
-    monkeypatch.setattr(v2, "hopper_tma", lambda q: False)
+    monkeypatch.setattr(tuning, "hopper_tma", lambda q: False)
     monkeypatch.setattr(v2, "candidate_tiles", lambda table, d: [(16, 16, 8, 2)])
-    monkeypatch.setattr(v2, "_BEST_TILES", {})
+    monkeypatch.setattr(tuning, "_CHOSEN", {})
     monkeypatch.setattr(v2, "attn_fwd_v2", None)                    # nothing launches: the failure is raised
     with pytest.raises(TypeError), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -362,16 +382,16 @@ def test_a_tma_launch_that_fails_is_left_out_of_tuning_with_a_warning(monkeypatc
 
 def test_only_hopper_in_half_precision_with_aligned_strides_may_use_tma(monkeypatch):
     """hopper_tma: compute capability 9.0 or newer, float16/bfloat16, strides of 16 bytes' multiples."""
-    from minialbert.kernels import flash_attention_v2 as v2
+    from minialbert.kernels import tuning
 
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))     # as if on a GPU
     q = torch.zeros(2, 4, 32, 64)
     for capability, dtype, expected in [((9, 0), torch.float16, True), ((10, 0), torch.bfloat16, True),
                                         ((8, 9), torch.float16, False), ((9, 0), torch.float32, False)]:
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device, c=capability: c)
-        assert v2.hopper_tma(q.to(dtype)) is expected, (capability, dtype)
+        assert tuning.hopper_tma(q.to(dtype)) is expected, (capability, dtype)
     odd = torch.zeros(2, 32, 4, 20).half()[..., :16].transpose(1, 2)          # heads 40 bytes apart
-    assert not v2.hopper_tma(odd)
+    assert not tuning.hopper_tma(odd)
 
 
 def test_version_2_does_less_host_work_per_call():

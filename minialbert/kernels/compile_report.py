@@ -85,18 +85,19 @@ TARGETS = {
 }
 WARP_SIZE = 32
 
-# The kernels under short names (the four of flash_attention, then those of flash_attention_v2: "fwd_v2_tma"
-# is its forward reading key/value tiles through TMA, which tuning may pick only on Hopper, in half precision:
-# flash_attention_v2.hopper_tma), and the tile tables the big ones are tuned over (version 1 with
+# The kernels under short names (the four of flash_attention, then those of flash_attention_v2: the "_tma"
+# ones read their streamed tiles through TMA, which tuning may pick only on Hopper, in half precision:
+# tuning.hopper_tma), and the tile tables the big ones are tuned over (version 1 with
 # triton.autotune, version 2 once per shape).
 KERNELS = {"fwd": "_attn_fwd", "delta": "_attn_bwd_delta", "dkdv": "_attn_bwd_dkdv", "dq": "_attn_bwd_dq",
            "fwd_v2": "attn_fwd_v2", "fwd_v2_tma": "attn_fwd_v2", "bwd_v2": "attn_bwd_v2",
-           "scale_dq_v2": "scale_dq_v2"}
-VERSION_2 = ("fwd_v2", "fwd_v2_tma", "bwd_v2", "scale_dq_v2")
-HOPPER_ONLY = {"fwd_v2_tma": "sm_90"}        # compiled for this target alone
+           "bwd_v2_tma": "attn_bwd_v2", "scale_dq_v2": "scale_dq_v2"}
+VERSION_2 = ("fwd_v2", "fwd_v2_tma", "bwd_v2", "bwd_v2_tma", "scale_dq_v2")
+HOPPER_ONLY = {"fwd_v2_tma": "sm_90", "bwd_v2_tma": "sm_90"}       # compiled for this target alone
 AUTOTUNE_TILES = {"fwd": tiles.FWD_TILES, "dkdv": tiles.DKDV_TILES,
                   "dq": tiles.DQ_TILES, "fwd_v2": flash_attention_v2.FWD_TILES,
-                  "fwd_v2_tma": flash_attention_v2.FWD_TILES, "bwd_v2": flash_attention_v2.BWD_TILES}
+                  "fwd_v2_tma": flash_attention_v2.FWD_TILES, "bwd_v2": flash_attention_v2.BWD_TILES,
+                  "bwd_v2_tma": flash_attention_v2.BWD_TILES}
 DELTA_BLOCK_M = 64                # flash_attention.backward launches _attn_bwd_delta with BLOCK_M=64 and
 DELTA_WARPS, DELTA_STAGES = 4, 3  # Triton's default warps and stages
 DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}   # torch name -> Triton type name
@@ -203,7 +204,7 @@ def compile_variant(variant: Variant):
         constants = {"BLOCK": variant.block_m}
     if variant.block_n is not None:
         constants.update(BLOCK_N=variant.block_n, PRECISION="ieee" if variant.dtype == "float32" else "tf32")
-    if variant.kernel == "fwd_v2_tma":
+    if variant.kernel in HOPPER_ONLY:
         constants["TMA"] = True
     source = ASTSource(function, signature, constexprs=constants, attrs=aligned)
     target = GPUTarget("cuda", TARGETS[variant.target].capability, WARP_SIZE)

@@ -14,8 +14,9 @@ call was time on the host, and its backward multiplied 7 tiles per tile pair whe
   nothing is read back to the host.
 - Tiles: looked up in a dict per shape; on a GPU the first call of a shape times a few candidates
   (CUDA-graph replays, so launch overhead does not decide) and the winner is launched directly after.
-- Hopper (sm_90+, half precision): the forward's candidates include reading whole key/value tiles through
-  TMA, tensor descriptors the GPU copies by (hopper_tma); tuning keeps it only where it is faster.
+- Hopper (sm_90+, half precision): the candidates of both passes include reading their whole streamed tiles
+  (key/value in the forward; query, output and its gradient in the backward) through TMA, tensor
+  descriptors the GPU copies by (tuning.hopper_tma); tuning keeps it only where it is faster.
 
 Not yet correct compiled: on an H200 its dQ loses whole rows of atomic adds at N = 1000 (d = 64 and 128,
 every launch setting tried; assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json), so version 1 stays the
@@ -37,14 +38,12 @@ past it do no work, partial tiles are masked, and what padding holds (even NaN) 
 from __future__ import annotations
 
 import functools
-import warnings
 
 import torch
 import triton
 import triton.language as tl
-import triton.testing
-from triton.runtime.errors import OutOfResources
 
+from . import tuning
 from .tiles import candidate_tiles
 
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
@@ -89,10 +88,10 @@ def attn_fwd_v2(Q, K, V, O, LSE, Lengths, qk_scale, stride_b, stride_h, stride_n
                 PRECISION: tl.constexpr, TMA: tl.constexpr = False):
     """One program per (query tile, batch x head): O = softmax(Q K^T * scale) V and its log-sum-exp.
 
-    TMA (Hopper, sm_90+: see hopper_tma): the whole key/value tiles arrive through tensor descriptors of this
-    head's (N, d) rows, made on the GPU, which Hopper's tensor memory accelerator copies into shared memory;
-    the one partial tile still loads masked, so padding is never read. Off by default, which compile tools
-    that predate it compile.
+    TMA (Hopper, sm_90+: tuning.hopper_tma): the whole key/value tiles arrive through tensor descriptors of
+    this head's (N, d) rows, made on the GPU, which Hopper's tensor memory accelerator copies into shared
+    memory; the one partial tile still loads masked, so padding is never read. Off by default, which compile
+    tools that predate it compile.
     """
     start_m, bh = tl.program_id(0), tl.program_id(1)
     b, h = bh // N_HEADS, bh % N_HEADS
@@ -143,21 +142,27 @@ def _put_dq_share(ptrs, dq, mask, DQ_MODE: tl.constexpr):
 
 
 @triton.jit
-def _bwd_loop(dk, dv, k, v, real_k, q_ptrs, o_ptrs, do_ptrs, dq_ptrs, lse_ptrs, offs_m, lo, hi, q_len,
+def _bwd_loop(dk, dv, k, v, real_k, q_src, o_src, do_src, dq_ptrs, lse_ptrs, offs_m, lo, hi, q_len,
               qk_scale, stride_n, o_stride_n, BLOCK_M: tl.constexpr, MASKED: tl.constexpr,
-              PRECISION: tl.constexpr, DQ_MODE: tl.constexpr):
-    """Stream query tiles [lo, hi) past one key tile: its dK and dV, and each query tile's share of dQ."""
+              PRECISION: tl.constexpr, DQ_MODE: tl.constexpr, TMA: tl.constexpr):
+    """Stream query tiles [lo, hi) past one key tile: its dK and dV, and each query tile's share of dQ.
+    q_src, o_src, do_src: the first query tile's pointers; with TMA (whole tiles only), descriptors."""
     for start_m in range(lo, hi, BLOCK_M):
         if MASKED:                                                          # the one partial query tile
             real_q = start_m + offs_m < q_len
-            q = tl.load(q_ptrs + start_m * stride_n, mask=real_q[:, None], other=0.0)
-            o = tl.load(o_ptrs + start_m * o_stride_n, mask=real_q[:, None], other=0.0)
-            do = tl.load(do_ptrs + start_m * o_stride_n, mask=real_q[:, None], other=0.0)
+            q = tl.load(q_src + start_m * stride_n, mask=real_q[:, None], other=0.0)
+            o = tl.load(o_src + start_m * o_stride_n, mask=real_q[:, None], other=0.0)
+            do = tl.load(do_src + start_m * o_stride_n, mask=real_q[:, None], other=0.0)
             lse = tl.load(lse_ptrs + start_m, mask=real_q, other=0.0)
+        elif TMA:                                                           # Hopper's copy engine
+            q = q_src.load([start_m, 0])
+            o = o_src.load([start_m, 0])
+            do = do_src.load([start_m, 0])
+            lse = tl.load(lse_ptrs + start_m)
         else:
-            q = tl.load(q_ptrs + start_m * stride_n)
-            o = tl.load(o_ptrs + start_m * o_stride_n)
-            do = tl.load(do_ptrs + start_m * o_stride_n)
+            q = tl.load(q_src + start_m * stride_n)
+            o = tl.load(o_src + start_m * o_stride_n)
+            do = tl.load(do_src + start_m * o_stride_n)
             lse = tl.load(lse_ptrs + start_m)
         delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)             # (BM,) rowsum(dO * O), fused
         qkT = tl.dot(k, tl.trans(q), input_precision=PRECISION) * qk_scale  # 1: (BN, BM) scores^T
@@ -182,7 +187,8 @@ def _bwd_loop(dk, dv, k, v, real_k, q_ptrs, o_ptrs, do_ptrs, dq_ptrs, lse_ptrs, 
 def attn_bwd_v2(Q, K, V, O, DO, LSE, DQ_ACC, DK, DV, Lengths, sm_scale, qk_scale, stride_b, stride_h,
                 stride_n, o_stride_b, o_stride_h, o_stride_n, N_CTX, N_HEADS, numel,
                 HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                PRECISION: tl.constexpr, dq_col_step=1, DQ_MODE: tl.constexpr = "atomic"):
+                PRECISION: tl.constexpr, dq_col_step=1, DQ_MODE: tl.constexpr = "atomic",
+                TMA: tl.constexpr = False):
     """One program per (key tile, batch x head): dK, dV of the tile and its float32 shares of dQ.
 
     o, do, dk and dv share one layout (o_stride_*); q, k and v another (stride_*). DQ_ACC: the (B, N, h, d)
@@ -190,6 +196,7 @@ def attn_bwd_v2(Q, K, V, O, DO, LSE, DQ_ACC, DK, DV, Lengths, sm_scale, qk_scale
     key tiles lie numel = B * N * h * d elements apart. dq_col_step is 1, given at run time and never
     specialized: "scalar" multiplies the accumulator's column offsets by it. (Its default and DQ_MODE's are
     the atomic mode, which compile tools that predate the modes, like compile_report, then compile.)
+    TMA: the whole query, output and output-gradient tiles arrive through descriptors, as in attn_fwd_v2.
     """
     start_n, bh = tl.program_id(0), tl.program_id(1)
     b, h = bh // N_HEADS, bh % N_HEADS
@@ -215,12 +222,21 @@ def attn_bwd_v2(Q, K, V, O, DO, LSE, DQ_ACC, DK, DV, Lengths, sm_scale, qk_scale
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     full = q_len // BLOCK_M * BLOCK_M
-    dk, dv = _bwd_loop(dk, dv, k, v, real_k, q_ptrs, O + o_offs, DO + o_offs, dq_ptrs, lse_ptrs,
+    if TMA:
+        q_src = tl.make_tensor_descriptor(Q + base, shape=[N_CTX, HEAD_DIM], strides=[stride_n, 1],
+                                          block_shape=[BLOCK_M, HEAD_DIM])
+        o_src = tl.make_tensor_descriptor(O + o_base, shape=[N_CTX, HEAD_DIM], strides=[o_stride_n, 1],
+                                          block_shape=[BLOCK_M, HEAD_DIM])
+        do_src = tl.make_tensor_descriptor(DO + o_base, shape=[N_CTX, HEAD_DIM], strides=[o_stride_n, 1],
+                                           block_shape=[BLOCK_M, HEAD_DIM])
+    else:
+        q_src, o_src, do_src = q_ptrs, O + o_offs, DO + o_offs
+    dk, dv = _bwd_loop(dk, dv, k, v, real_k, q_src, o_src, do_src, dq_ptrs, lse_ptrs,
                        offs_m, 0, full, q_len, qk_scale, stride_n, o_stride_n, BLOCK_M, False, PRECISION,
-                       DQ_MODE)
+                       DQ_MODE, TMA)
     dk, dv = _bwd_loop(dk, dv, k, v, real_k, q_ptrs, O + o_offs, DO + o_offs, dq_ptrs, lse_ptrs,
                        offs_m, full, q_len, q_len, qk_scale, stride_n, o_stride_n, BLOCK_M, True,
-                       PRECISION, DQ_MODE)
+                       PRECISION, DQ_MODE, False)
 
     kv_offs = o_base + cols[:, None] * o_stride_n + offs_d[None, :]        # padded keys: zeros (k, v were)
     tl.store(DK + kv_offs, (dk * sm_scale).to(DK.dtype.element_ty), mask=(cols < N_CTX)[:, None])
@@ -273,47 +289,7 @@ BWD_TILES = {
 }
 
 
-_BEST_TILES: dict[tuple, tuple] = {}    # (pass, shape, ...) -> tiles; the forward's: (tiles, read by TMA?)
 _DQ_ACCUMULATORS: dict[tuple, torch.Tensor] = {}           # (shape, device) -> zeroed float32 dQ buffer
-
-
-def tune_tiles(key: tuple, candidates: list, launch) -> tuple:
-    """The fastest of `candidates`, timed as CUDA-graph replays of `launch(tiles)` (launch overhead left
-    out), remembered in _BEST_TILES[key] so that later calls of the shape only look it up. A candidate that
-    fails to launch is left out (tiles the GPU cannot hold silently; any other failure, such as a Triton
-    without TMA, with a warning); if every one fails, the last failure is raised."""
-    times, failure = {}, None
-    for tiles in candidates:
-        try:
-            launch(tiles)                           # compiles; tiles the GPU cannot hold fail here
-        except OutOfResources as err:
-            failure = err
-            continue
-        except Exception as err:                    # noqa: BLE001 - tuning goes on with the others
-            failure = err
-            warnings.warn(f"fused attention version 2: {tiles} failed to launch and is left out of tuning "
-                          f"({type(err).__name__}: {str(err).strip().split(chr(10))[-1][:200]})", stacklevel=2)
-            continue
-        times[tiles] = triton.testing.do_bench_cudagraph(functools.partial(launch, tiles), rep=10)
-    if not times:
-        raise failure
-    _BEST_TILES[key] = min(times, key=times.get)
-    return _BEST_TILES[key]
-
-
-def tuned_tiles() -> list[dict]:
-    """What tuning chose in this process, one record per pass, dQ mode and shape (benchmarks report it)."""
-    records = []
-    for key, choice in _BEST_TILES.items():
-        if key[0] == "fwd":             # ("fwd", shape, strides, dtype, device, aligned) -> (tiles, tma)
-            (tiles, tma), dq_mode, shape, dtype = choice, None, key[1], key[3]
-        else:                           # ("bwd", dq mode, shape, dtype, device) -> tiles
-            tiles, tma, dq_mode, shape, dtype = choice, False, key[1], key[2], key[3]
-        block_m, block_n, warps, stages = tiles
-        records.append({"pass": key[0], "dq": dq_mode, "shape": list(shape),
-                        "dtype": str(dtype).removeprefix("torch."),
-                        "tiles": f"{block_m}x{block_n} w{warps} s{stages}", "tma": tma})
-    return records
 
 
 def seq_major(B: int, h: int, N: int, d: int, like: torch.Tensor, dtype=None) -> torch.Tensor:
@@ -355,7 +331,7 @@ def forward(q, k, v, lengths, sm_scale: float, blocks: tuple[int, int, int, int]
     """One launch -> o (B, h, N, d) stored as (B, N, h, d), and the base-2 log-sum-exp (B, h, N).
 
     blocks None: the tiles, and on a Hopper GPU whether to read key/value tiles through TMA, are timed the
-    first time a shape runs (tune_tiles) and looked up after. Fixed blocks launch with TMA only if `tma`."""
+    first time a shape runs and looked up after (tuning.py). Fixed blocks launch with TMA only if `tma`."""
     B, h, N, d = q.shape
     o = seq_major(B, h, N, d, q)
     lse = torch.empty((B, h, N), device=q.device, dtype=torch.float32)
@@ -372,24 +348,9 @@ def forward(q, k, v, lengths, sm_scale: float, blocks: tuple[int, int, int, int]
     if blocks:
         launch((blocks, tma))
         return o, lse
-    key = ("fwd", q.shape, q.stride(), q.dtype, q.device, _aligned(q, k, v))
-    if key not in _BEST_TILES:
-        ways = (False, True) if hopper_tma(q) and key[-1] else (False,)
-        tune_tiles(key, [(tiles, way) for tiles in candidate_tiles(FWD_TILES, d) for way in ways], launch)
-    launch(_BEST_TILES[key])
+    key = ("fwd", *tuning.shape_key(q, k, v))
+    launch(tuning.chosen(key) or tuning.tune(key, candidate_tiles(FWD_TILES, d), q, launch))
     return o, lse
-
-
-def hopper_tma(q: torch.Tensor) -> bool:
-    """Whether the forward may read tiles through TMA, Hopper's tensor memory accelerator: half precision on
-    a CUDA GPU of compute capability 9.0 or newer, with strides of 16 bytes' multiples (TMA's rule; the
-    model's are), and 16-byte aligned addresses (checked per call: _aligned)."""
-    return (q.is_cuda and q.dtype != torch.float32 and torch.cuda.get_device_capability(q.device) >= (9, 0)
-            and all(stride * q.element_size() % 16 == 0 for stride in q.stride()[:3]))
-
-
-def _aligned(q, k, v) -> bool:
-    return q.data_ptr() % 16 == k.data_ptr() % 16 == v.data_ptr() % 16 == 0
 
 
 def _descriptor_memory(size: int, alignment: int, stream) -> torch.Tensor:
@@ -398,8 +359,9 @@ def _descriptor_memory(size: int, alignment: int, stream) -> torch.Tensor:
 
 
 def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, int, int, int] | None,
-             dq_mode: str = DEFAULT_DQ):
-    """Two launches -> dq, dk, dv (laid out as o): the 5-product pass, then dQ's scaling (or summing)."""
+             dq_mode: str = DEFAULT_DQ, tma: bool = False):
+    """Two launches -> dq, dk, dv (laid out as o): the 5-product pass, then dQ's scaling (or summing).
+    Tiles and TMA are chosen as in forward (tuned per shape, and per dq_mode), or fixed by blocks and tma."""
     B, h, N, d = q.shape
     if do.stride() != o.stride():                       # the model's gradient arrives in o's layout
         do = torch.empty_like(o).copy_(do)
@@ -407,25 +369,31 @@ def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, i
     numel = dq.numel()
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
 
-    def launch(tiles, buffer):
-        block_m, block_n, warps, stages = tiles
+    def launch(choice, buffer):
+        (block_m, block_n, warps, stages), tma = choice
+        if tma:
+            triton.set_allocator(_descriptor_memory)
         attn_bwd_v2[_grid(N, B * h, block_n)](
             q, k, v, o, do, lse, buffer, dk, dv, lengths, sm_scale, sm_scale * LOG2E,
             *q.stride()[:3], *o.stride()[:3], N, h, numel, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
-            PRECISION=precision, dq_col_step=1, DQ_MODE=dq_mode, num_warps=warps, num_stages=stages)
-    key = ("bwd", dq_mode, q.shape, q.dtype, q.device)
-    tiles = blocks or _BEST_TILES.get(key)
-    if tiles is None:                                   # tuned on scratch: the accumulator stays zeroed
-        candidates = candidate_tiles(BWD_TILES, d)
-        smallest_block_n = min(block_n for _, block_n, _, _ in candidates)    # partials: the most tiles
-        scratch = (torch.zeros_like(_dq_accumulator(o)) if dq_mode != "partials"
-                   else _dq_buffer(o, dq_mode, smallest_block_n))
-        tiles = tune_tiles(key, candidates, functools.partial(launch, buffer=scratch))
-    buffer = _dq_buffer(o, dq_mode, tiles[1])
-    launch(tiles, buffer)
+            PRECISION=precision, dq_col_step=1, DQ_MODE=dq_mode, TMA=tma, num_warps=warps, num_stages=stages)
+    if blocks:
+        choice = (blocks, tma)
+    else:
+        key = ("bwd", dq_mode, *tuning.shape_key(q, k, v))
+        choice = tuning.chosen(key)
+        if choice is None:                              # tuned on scratch: the accumulator stays zeroed
+            candidates = candidate_tiles(BWD_TILES, d)
+            smallest_block_n = min(block_n for _, block_n, _, _ in candidates)    # partials: the most tiles
+            scratch = (torch.zeros_like(_dq_accumulator(o)) if dq_mode != "partials"
+                       else _dq_buffer(o, dq_mode, smallest_block_n))
+            choice = tuning.tune(key, candidates, q, functools.partial(launch, buffer=scratch))
+    block_n = choice[0][1]
+    buffer = _dq_buffer(o, dq_mode, block_n)
+    launch(choice, buffer)
     if dq_mode == "partials":                           # one program per SCALE_BLOCK elements of a sequence
         sum_dq_partials_v2[(triton.cdiv(numel // B, SCALE_BLOCK), B)](
-            buffer, dq, lengths, sm_scale, numel, o.stride(0), o.stride(2), N, BLOCK_N=tiles[1],
+            buffer, dq, lengths, sm_scale, numel, o.stride(0), o.stride(2), N, BLOCK_N=block_n,
             BLOCK=SCALE_BLOCK)
     else:
         scale_dq_v2[(triton.cdiv(numel, SCALE_BLOCK),)](buffer, dq, sm_scale, numel, BLOCK=SCALE_BLOCK)
