@@ -146,8 +146,9 @@ class FusedAttention(torch.autograd.Function):
 
 # The same glue as operators torch.compile calls without looking inside. Tile lists travel as int[]. The
 # kernels read q, k, v (and o, do) through the strides fused_attention resolved, so the compiler must hand
-# them over with exactly the strides they had when traced: needs_exact_strides.
-EXACT = (torch.Tag.needs_exact_strides,)
+# them over with exactly the strides they had when traced: needs_exact_strides (a torch without that tag keeps
+# at least the strides' order).
+EXACT = (getattr(torch.Tag, "needs_exact_strides", torch.Tag.needs_fixed_stride_order),)
 
 
 @torch.library.custom_op("minialbert::fused_attention", mutates_args=(), tags=EXACT, schema=(
