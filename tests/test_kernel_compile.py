@@ -112,12 +112,12 @@ def test_every_kernel_compiles_for_every_target_and_dtype(compiled):
     for variant, record in compiled.items():
         assert record["error"] is None, f"{describe(variant)}: {record['error']}"
     covered = {(v.kernel, v.target, v.dtype) for v in compiled}
-    hopper_only = compile_report.HOPPER_ONLY
+    tma_kernels = compile_report.TMA_KERNELS
     assert covered == {(k, t, d) for k in compile_report.KERNELS for t in TARGETS
                        for d in compile_report.target_dtypes(t)
-                       if k not in hopper_only or (t == hopper_only[k] and d in HALF)}
+                       if k not in tma_kernels or (t == tma_kernels[k] and d in HALF)}
     assert {"fwd_v2", "bwd_v2", "scale_dq_v2"} <= {k for k, _, _ in covered}
-    for kernel in hopper_only:
+    for kernel in tma_kernels:
         assert {(t, d) for k, t, d in covered if k == kernel} == {("sm_90", d) for d in HALF}
     assert {d for k, t, d in covered if t == "sm_75"} == {"float16"}
 

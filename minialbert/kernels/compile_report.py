@@ -93,7 +93,7 @@ KERNELS = {"fwd": "_attn_fwd", "delta": "_attn_bwd_delta", "dkdv": "_attn_bwd_dk
            "fwd_v2": "attn_fwd_v2", "fwd_v2_tma": "attn_fwd_v2", "bwd_v2": "attn_bwd_v2",
            "bwd_v2_tma": "attn_bwd_v2", "scale_dq_v2": "scale_dq_v2"}
 VERSION_2 = ("fwd_v2", "fwd_v2_tma", "bwd_v2", "bwd_v2_tma", "scale_dq_v2")
-HOPPER_ONLY = {"fwd_v2_tma": "sm_90", "bwd_v2_tma": "sm_90"}       # compiled for this target alone
+TMA_KERNELS = {"fwd_v2_tma": "sm_90", "bwd_v2_tma": "sm_90"}      # compiled with TMA=True, for one target
 AUTOTUNE_TILES = {"fwd": tiles.FWD_TILES, "dkdv": tiles.DKDV_TILES,
                   "dq": tiles.DQ_TILES, "fwd_v2": flash_attention_v2.FWD_TILES,
                   "fwd_v2_tma": flash_attention_v2.FWD_TILES, "bwd_v2": flash_attention_v2.BWD_TILES,
@@ -135,11 +135,11 @@ def launch_variants(kernel: str, dtype: str, head_dim: int, target: str) -> list
     float16/bfloat16: the configs autotuning tries at this head dim (the delta kernel has one fixed launch).
     float32: the FIXED_BLOCK tiles with FIXED_WARPS and FIXED_STAGES (float32 is never autotuned).
     Version 2 likewise: its tile table's candidates at this head dim, fixed tiles for float32, and one fixed
-    launch of the dQ scaling kernel (SCALE_BLOCK elements, Triton's default warps and stages). A HOPPER_ONLY
-    kernel has none on other targets, nor in float32.
+    launch of the dQ scaling kernel (SCALE_BLOCK elements, Triton's default warps and stages). A TMA kernel
+    has none on other targets than its own, nor in float32.
     """
     common = dict(kernel=kernel, target=target, dtype=dtype, head_dim=head_dim)
-    if kernel in HOPPER_ONLY and (target != HOPPER_ONLY[kernel] or dtype == "float32"):
+    if kernel in TMA_KERNELS and (target != TMA_KERNELS[kernel] or dtype == "float32"):
         return []                                  # never launched there
     if kernel == "delta":
         return [Variant(**common, block_m=DELTA_BLOCK_M, block_n=None, num_warps=DELTA_WARPS,
@@ -204,7 +204,7 @@ def compile_variant(variant: Variant):
         constants = {"BLOCK": variant.block_m}
     if variant.block_n is not None:
         constants.update(BLOCK_N=variant.block_n, PRECISION="ieee" if variant.dtype == "float32" else "tf32")
-    if variant.kernel in HOPPER_ONLY:
+    if variant.kernel in TMA_KERNELS:
         constants["TMA"] = True
     source = ASTSource(function, signature, constexprs=constants, attrs=aligned)
     target = GPUTarget("cuda", TARGETS[variant.target].capability, WARP_SIZE)

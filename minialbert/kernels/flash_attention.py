@@ -270,11 +270,11 @@ def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, i
     delta = torch.empty_like(lse)
     _attn_bwd_delta[(triton.cdiv(N, 64), B * h)](o, do, delta, N, HEAD_DIM=d, BLOCK_M=64)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    scales = (sm_scale, sm_scale * LOG2E, N, h)
+    scales, precision = (sm_scale, sm_scale * LOG2E, N, h), _precision(q)
     _launch(_attn_bwd_dkdv, "BLOCK_N", N, B * h, blocks, q, k, v, do, lse, delta, dk, dv, lengths,
-            *scales, HEAD_DIM=d, PRECISION=_precision(q))
+            *scales, HEAD_DIM=d, PRECISION=precision)
     _launch(_attn_bwd_dq, "BLOCK_M", N, B * h, blocks, q, k, v, do, lse, delta, dq, lengths,
-            *scales, HEAD_DIM=d, PRECISION=_precision(q))
+            *scales, HEAD_DIM=d, PRECISION=precision)
     return dq, dk, dv
 
 
