@@ -13,7 +13,9 @@ call was time on the host, and its backward multiplied 7 tiles per tile pair whe
   (B, N, h * d) is a view. Key lengths are read on the GPU as given (any integer dtype, clamped to [0, N]):
   nothing is read back to the host.
 - Tiles: looked up in a dict per shape; on a GPU the first call of a shape times a few candidates
-  (CUDA-graph replays, so launch overhead does not decide) and the winner is launched directly after.
+  (CUDA-graph replays, so launch overhead does not decide) and the winner is launched after.
+- Launches skip Triton's per-call dispatch after a kernel's first with the same argument specialization:
+  they call the compiled kernel Triton returned (launching.py).
 - Hopper (sm_90+, half precision): the candidates of both passes include reading their whole streamed tiles
   (key/value in the forward; query, output and its gradient in the backward) through TMA, tensor
   descriptors the GPU copies by (tuning.hopper_tma); tuning keeps it only where it is faster.
@@ -44,6 +46,7 @@ import triton
 import triton.language as tl
 
 from . import tuning
+from .launching import launch
 from .tiles import candidate_tiles
 
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
@@ -338,18 +341,17 @@ def forward(q, k, v, lengths, sm_scale: float, blocks: tuple[int, int, int, int]
     precision = "ieee" if q.dtype == torch.float32 else "tf32"             # fp32 stays exact fp32
     args = (q, k, v, o, lse, lengths, sm_scale * LOG2E, *q.stride()[:3], *o.stride()[:3], N, h)
 
-    def launch(choice):
+    def launch_with(choice):
         (block_m, block_n, warps, stages), tma = choice
         if tma:                                         # the GPU writes its tensor descriptors here
             triton.set_allocator(_descriptor_memory)
-        attn_fwd_v2[_grid(N, B * h, block_m)](*args, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
-                                              PRECISION=precision, TMA=tma, num_warps=warps,
-                                              num_stages=stages)
+        launch(attn_fwd_v2, _grid(N, B * h, block_m), *args, HEAD_DIM=d, BLOCK_M=block_m,
+               BLOCK_N=block_n, PRECISION=precision, TMA=tma, num_warps=warps, num_stages=stages)
     if blocks:
-        launch((blocks, tma))
+        launch_with((blocks, tma))
         return o, lse
     key = ("fwd", *tuning.shape_key(q, k, v))
-    launch(tuning.chosen(key) or tuning.tune(key, candidate_tiles(FWD_TILES, d), q, launch))
+    launch_with(tuning.chosen(key) or tuning.tune(key, candidate_tiles(FWD_TILES, d), q, launch_with))
     return o, lse
 
 
@@ -369,14 +371,14 @@ def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, i
     numel = dq.numel()
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
 
-    def launch(choice, buffer):
+    def launch_with(choice, buffer):
         (block_m, block_n, warps, stages), tma = choice
         if tma:
             triton.set_allocator(_descriptor_memory)
-        attn_bwd_v2[_grid(N, B * h, block_n)](
-            q, k, v, o, do, lse, buffer, dk, dv, lengths, sm_scale, sm_scale * LOG2E,
-            *q.stride()[:3], *o.stride()[:3], N, h, numel, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
-            PRECISION=precision, dq_col_step=1, DQ_MODE=dq_mode, TMA=tma, num_warps=warps, num_stages=stages)
+        launch(attn_bwd_v2, _grid(N, B * h, block_n), q, k, v, o, do, lse, buffer, dk, dv, lengths, sm_scale,
+               sm_scale * LOG2E, *q.stride()[:3], *o.stride()[:3], N, h, numel, HEAD_DIM=d, BLOCK_M=block_m,
+               BLOCK_N=block_n, PRECISION=precision, dq_col_step=1, DQ_MODE=dq_mode, TMA=tma, num_warps=warps,
+               num_stages=stages)
     if blocks:
         choice = (blocks, tma)
     else:
@@ -387,14 +389,14 @@ def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, i
             smallest_block_n = min(block_n for _, block_n, _, _ in candidates)    # partials: the most tiles
             scratch = (torch.zeros_like(_dq_accumulator(o)) if dq_mode != "partials"
                        else _dq_buffer(o, dq_mode, smallest_block_n))
-            choice = tuning.tune(key, candidates, q, functools.partial(launch, buffer=scratch))
+            choice = tuning.tune(key, candidates, q, functools.partial(launch_with, buffer=scratch))
     block_n = choice[0][1]
     buffer = _dq_buffer(o, dq_mode, block_n)
-    launch(choice, buffer)
+    launch_with(choice, buffer)
     if dq_mode == "partials":                           # one program per SCALE_BLOCK elements of a sequence
-        sum_dq_partials_v2[(triton.cdiv(numel // B, SCALE_BLOCK), B)](
-            buffer, dq, lengths, sm_scale, numel, o.stride(0), o.stride(2), N, BLOCK_N=block_n,
-            BLOCK=SCALE_BLOCK)
+        launch(sum_dq_partials_v2, (triton.cdiv(numel // B, SCALE_BLOCK), B), buffer, dq, lengths, sm_scale,
+               numel, o.stride(0), o.stride(2), N, BLOCK_N=block_n, BLOCK=SCALE_BLOCK)
     else:
-        scale_dq_v2[(triton.cdiv(numel, SCALE_BLOCK),)](buffer, dq, sm_scale, numel, BLOCK=SCALE_BLOCK)
+        launch(scale_dq_v2, (triton.cdiv(numel, SCALE_BLOCK),), buffer, dq, sm_scale, numel,
+               BLOCK=SCALE_BLOCK)
     return dq, dk, dv
