@@ -104,12 +104,41 @@ def test_a_kernel_parameter_left_to_its_default_is_refused(recorded):
 
 
 def test_specialization_keeps_what_triton_specializes_on():
-    """Each tensor's dtype, device and 16-byte alignment, each integer's value, other values' types."""
+    """Each tensor's dtype and 16-byte alignment, each integer's value, other values' types."""
     x = torch.zeros(64, dtype=torch.float16)
-    assert launching.specialization((x, 16, 0.5, None)) == ((torch.float16, x.device, True), 16, float,
-                                                            type(None))
+    assert launching.specialization((x, 16, 0.5, None)) == ((torch.float16, True), 16, float, type(None))
     assert launching.specialization((x[1:],)) != launching.specialization((x,))         # 2 bytes off
     assert launching.specialization((x[8:],)) == launching.specialization((x,))         # 16 bytes off
     assert launching.specialization((x.float(),)) != launching.specialization((x,))
     assert launching.specialization((1,)) != launching.specialization((2,))
     assert launching.specialization((0.5,)) == launching.specialization((2.0,))
+
+
+def run_host_time_benchmark(out: Path, interpret: bool) -> subprocess.CompletedProcess:
+    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    command = [sys.executable, "benchmarks/kernel_host_time.py", "--number=5", "--repeats=1", f"--out={out}"]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_host_time_benchmark_times_each_way_in_one_run(tmp_path):
+    """Its rows, their launch counts and ratios against the anchor of the same run (the times themselves
+    are the committed record's business, not a test's)."""
+    result = run_host_time_benchmark(tmp_path, interpret=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((tmp_path / "benchmarks" / "kernel_host_time.json").read_text())
+    assert [r["way"] for r in record["one_launch"]] == ["Triton's dispatch", "direct"]
+    assert record["one_launch"][0]["ratio"] == 1.0
+    rows = [(r["version"], r["way"], r["launches"]) for r in record["forward_backward"]]
+    assert rows == [(1, "Triton's dispatch", 4), (2, "Triton's dispatch", 3), (2, "direct", 3)]
+    assert record["forward_backward"][1]["ratio_to_v2_dispatch"] == 1.0
+    assert all(r["us"] > 0 for r in record["one_launch"] + record["forward_backward"])
+
+
+def test_host_time_benchmark_refuses_the_interpreter(tmp_path):
+    result = run_host_time_benchmark(tmp_path, interpret=True)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == ("kernel_host_time.py: unset TRITON_INTERPRET: it times "
+                                                      "Triton's compiled launch path")
+    assert not (tmp_path / "benchmarks").exists()

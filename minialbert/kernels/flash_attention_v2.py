@@ -315,11 +315,16 @@ def _dq_buffer(o: torch.Tensor, dq_mode: str, block_n: int) -> torch.Tensor:
     if dq_mode != "partials":
         return _dq_accumulator(o)
     B, h, N, d = o.shape
-    return torch.empty((triton.cdiv(N, block_n), B, N, h, d), device=o.device, dtype=torch.float32)
+    return torch.empty((cdiv(N, block_n), B, N, h, d), device=o.device, dtype=torch.float32)
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) on the host (triton.cdiv is a constexpr function: it costs microseconds per call)."""
+    return -(-a // b)
 
 
 def _grid(N: int, BH: int, block: int) -> tuple[int, int]:
-    return (triton.cdiv(N, block), BH)
+    return (cdiv(N, block), BH)
 
 
 def one_layout(q, k, v, blocks: tuple[int, int] | None):
@@ -394,9 +399,9 @@ def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, i
     buffer = _dq_buffer(o, dq_mode, block_n)
     launch_with(choice, buffer)
     if dq_mode == "partials":                           # one program per SCALE_BLOCK elements of a sequence
-        launch(sum_dq_partials_v2, (triton.cdiv(numel // B, SCALE_BLOCK), B), buffer, dq, lengths, sm_scale,
+        launch(sum_dq_partials_v2, (cdiv(numel // B, SCALE_BLOCK), B), buffer, dq, lengths, sm_scale,
                numel, o.stride(0), o.stride(2), N, BLOCK_N=block_n, BLOCK=SCALE_BLOCK)
     else:
-        launch(scale_dq_v2, (triton.cdiv(numel, SCALE_BLOCK),), buffer, dq, sm_scale, numel,
+        launch(scale_dq_v2, (cdiv(numel, SCALE_BLOCK),), buffer, dq, sm_scale, numel,
                BLOCK=SCALE_BLOCK)
     return dq, dk, dv

@@ -9,10 +9,11 @@ forward+backward. launch() does it the first time an argument specialization is 
 kernel Triton returns, and afterwards calls that directly (CompiledKernel's own `[grid](*params)`, which
 takes the current stream and runs the launch hooks as Triton would).
 
-What decides which compiled kernel fits is summed up per call as: each tensor's dtype, device and 16-byte
-alignment; each integer's value; for the rest (floats, None) only the type; and the keyword options. Equal
-summaries mean Triton would pick the same compiled kernel, so a direct launch passes the launcher exactly
-the arguments Triton's would (tests/test_kernel_launch.py records both).
+What decides which compiled kernel fits is summed up per call as: the current device (Triton keeps compiled
+kernels per device); each tensor's dtype and 16-byte alignment; each integer's value; for the rest (floats,
+None) only the type; and the keyword options. Equal summaries mean Triton would pick the same compiled
+kernel, so a direct launch passes the launcher exactly the arguments Triton's would
+(tests/test_kernel_launch.py records both).
 
 In Triton's interpreter there is nothing compiled to keep: launch() is kernel[grid](...) there, and so it is
 everywhere while DIRECT is False (benchmarks set it to time Triton's own dispatch).
@@ -22,10 +23,11 @@ from __future__ import annotations
 
 import torch
 from triton import knobs
+from triton.runtime import driver
 
 INTERPRET = knobs.runtime.interpret     # read once, as the kernels were defined in this mode
 DIRECT = True                           # False: every launch through Triton's dispatch
-_COMPILED: dict[tuple, tuple] = {}      # (kernel, specialization, options) -> (compiled, keyword params)
+_COMPILED: dict[tuple, tuple] = {}      # (kernel id, device, specialization, *options) -> (compiled, params)
 
 
 def launch(kernel, grid: tuple, *args, **kwargs) -> None:
@@ -33,7 +35,7 @@ def launch(kernel, grid: tuple, *args, **kwargs) -> None:
     if INTERPRET or not DIRECT:
         kernel[grid](*args, **kwargs)
         return
-    key = (kernel, specialization(args), *kwargs.items())
+    key = (id(kernel), driver.active.get_current_device(), specialization(args), *kwargs.items())
     known = _COMPILED.get(key)
     if known is None:
         keyword_params = kernel.arg_names[len(args):]
@@ -43,10 +45,11 @@ def launch(kernel, grid: tuple, *args, **kwargs) -> None:
         _COMPILED[key] = (kernel[grid](*args, **kwargs), keyword_params)    # Triton's way, compiling if new
         return
     compiled, keyword_params = known
-    compiled[(*grid, 1, 1)[:3]](*args, *(kwargs[name] for name in keyword_params))
+    compiled[(*grid, 1, 1)[:3]](*args, *map(kwargs.__getitem__, keyword_params))
 
 
 def specialization(args: tuple) -> tuple:
-    """What of `args` a compiled kernel depends on (module docstring)."""
-    return tuple((arg.dtype, arg.device, arg.data_ptr() % 16 == 0) if isinstance(arg, torch.Tensor)
-                 else arg if isinstance(arg, int) else type(arg) for arg in args)
+    """What of `args` a compiled kernel depends on: each tensor's dtype and 16-byte alignment, each integer's
+    value, the type of anything else."""
+    return tuple([(arg.dtype, arg.data_ptr() & 15 == 0) if isinstance(arg, torch.Tensor)
+                  else arg if isinstance(arg, int) else type(arg) for arg in args])

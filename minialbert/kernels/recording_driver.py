@@ -1,12 +1,13 @@
-"""RecordingDriver: Triton's compiled path without a GPU; kernels compile for a GPU and their launches are recorded.
+"""RecordingDriver: Triton's compiled path without a GPU: kernels compile for one, launches are recorded.
 
 Triton's interpreter runs kernels on the CPU, but it skips everything a compiled launch does on the host:
 binding the arguments, specializing them, looking up the compiled kernel, calling the launcher. With this
 driver active (install(), in a process that imported triton without TRITON_INTERPRET), `kernel[grid](...)`
 does all of that for real: it compiles for the driver's target (Triton ships ptxas, no GPU needed) and
 calls a launcher that appends its arguments to `launches` instead of starting the GPU. Nothing runs, so
-outputs stay unwritten; what this measures is host time (benchmarks/kernel_host_time.py) and what was
-launched with which arguments (tests/test_kernel_launch.py). The tensors are CPU tensors.
+outputs stay unwritten and every candidate an autotuner times takes equally long. What it measures is host
+time (benchmarks/kernel_host_time.py) and what was launched with which arguments
+(tests/test_kernel_launch.py). The tensors are CPU tensors.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ class RecordingDriver:
 
     def get_active_torch_device(self) -> torch.device:
         return torch.device("cpu")
+
+    def get_benchmarker(self):
+        """Triton's autotuners time candidates with this: nothing runs, so every time is equal (1.0) and
+        they keep their first candidate."""
+        def equal_times(kernel_call, quantiles=None, **_):
+            kernel_call()
+            return [1.0] * len(quantiles) if quantiles else 1.0
+        return equal_times
 
 
 def install(target: GPUTarget = HOPPER) -> RecordingDriver:
