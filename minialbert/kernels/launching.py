@@ -3,11 +3,12 @@
 On every `kernel[grid](...)` call Triton binds the arguments, works out how it specializes them (each
 tensor's dtype and 16-byte alignment, each integer's value class: 1, a multiple of 16, 32 or 64 bits),
 hashes that with the options into a cache key, finds the compiled kernel, and only then launches it.
-Measured without a GPU (benchmarks/kernel_host_time.py: the kernels compile for sm_90 and launch into a
-recorder), that dispatch is most of a launch's host time, and version 2 launches three kernels per layer's
-forward+backward. launch() does it the first time an argument specialization is seen, keeps the compiled
-kernel Triton returns, and afterwards calls that directly (CompiledKernel's own `[grid](*params)`, which
-takes the current stream and runs the launch hooks as Triton would).
+launch() lets Triton do that the first time an argument specialization is seen, keeps the compiled kernel
+Triton returns, and afterwards calls it directly (CompiledKernel's own `[grid](*params)`, which takes the
+current stream and runs the launch hooks as Triton would). Measured without a GPU
+(benchmarks/kernel_host_time.py: the kernels compile for sm_90 and launch into a recorder), a direct launch
+takes about two thirds of the host time of Triton's, and version 2 launches three kernels per layer's
+forward+backward.
 
 What decides which compiled kernel fits is summed up per call as: the current device (Triton keeps compiled
 kernels per device); each tensor's dtype and 16-byte alignment; each integer's value; for the rest (floats,
