@@ -8,8 +8,8 @@ with lengths uniform in [N/4, N]; forward and forward+backward; bfloat16 and flo
 each backend it has (flash takes no mask, so it runs only unpadded; efficient and cuDNN take the
 padding mask), and "SDPA best" is the fastest of them per case. Our kernel runs once per version
 (`--versions 1 2`: providers ours-v1, ours-v2; "ours" means every version asked for), and version 2 once per
-way its backward sums dQ (`--dq-modes atomic scalar partials`: ours-v2, ours-v2-scalar, ours-v2-partials;
-flash_attention_v2 says what each is; default: atomic only).
+way its backward sums dQ (`--dq-modes atomic scalar partials two_phase`: ours-v2, ours-v2-scalar,
+ours-v2-partials, ours-v2-two_phase; flash_attention_v2 says what each is; default: atomic only).
 
 Every provider is timed twice: with triton.testing.do_bench (each call launched from Python, as a training
 step does) and with do_bench_cudagraph (the same calls replayed as a CUDA graph: the GPU's time alone). The
@@ -52,8 +52,8 @@ REPO = Path(__file__).resolve().parent.parent
 PEAK_TFLOPS = 989.0               # NVIDIA's H100 SXM and H200 datasheets: dense bf16/fp16 peak (not measured)
 BACKWARD_FACTOR = 2.5             # convention: backward = 2.5x forward FLOPs
 PROVIDERS = ("ours", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math")   # ours: one per --versions
-DQ_MODES = ("atomic", "scalar", "partials")     # flash_attention_v2.DQ_MODES; "atomic" is plain ours-v2
-OURS = ("ours-v1", "ours-v2", "ours-v2-scalar", "ours-v2-partials")
+DQ_MODES = ("atomic", "scalar", "partials", "two_phase")   # flash_attention_v2.DQ_MODES; atomic: ours-v2
+OURS = ("ours-v1", "ours-v2", *(f"ours-v2-{mode}" for mode in DQ_MODES[1:]))
 GOALS = {                         # issue 50's targets for ours / SDPA's best (cuDNN on the H100 so far)
     ("fwd", "padded"): ("SDPA best", 1.0),
     ("fwd", "none"): ("SDPA best", 0.9),
@@ -78,7 +78,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="versions of our kernel that the provider 'ours' runs (ours-v1, ours-v2)")
     p.add_argument("--dq-modes", nargs="+", default=["atomic"], choices=DQ_MODES,
                    help="how version 2 sums dQ, one provider each: atomic (ours-v2), scalar "
-                        "(ours-v2-scalar), partials (ours-v2-partials)")
+                        "(ours-v2-scalar), partials (ours-v2-partials), two_phase (ours-v2-two_phase)")
     p.add_argument("--no-graphs", action="store_true", help="time with do_bench only (no CUDA-graph replays)")
     p.add_argument("--peak-tflops", type=float, default=PEAK_TFLOPS,
                    help="peak used for the fraction column (default: H100 SXM / H200 datasheet dense bf16)")
@@ -355,7 +355,8 @@ def plot(rows: list[dict], env: dict, name: str, directory: Path) -> Path:
                 sel = [r for r in rows if r["dtype"] == dtype and r["padding"] == padding and r["pass"] == pss
                        and (r["heads"], r["head_dim"]) == hc and r["ms"]]
                 for provider, color in (("ours-v1", "C3"), ("ours-v2", "C1"), ("ours-v2-scalar", "C2"),
-                                        ("ours-v2-partials", "C4"), ("SDPA best", "C0"), ("sdpa-math", "C7")):
+                                        ("ours-v2-partials", "C4"), ("ours-v2-two_phase", "C5"),
+                                        ("SDPA best", "C0"), ("sdpa-math", "C7")):
                     pts = {}
                     for r in sel:
                         if (provider == "SDPA best" and r["provider"].startswith("sdpa-")

@@ -13,7 +13,8 @@ Rows, each the best of --repeats timings of --number calls, all in one process:
 - "forward+backward": one call as the model makes it (q, k, v views of one projection, the output read back
   as (B, N, h * d)), through the autograd glue fused_attention uses (its input checks, which refuse CPU
   tensors outside the interpreter, are left out): version 1 (Triton's dispatch and its autotuner), version
-  2 through Triton's dispatch, version 2 direct.
+  2 through Triton's dispatch, version 2 direct, and version 2 direct with dQ mode "two_phase" (one backward
+  launch instead of two).
 Ratios are against Triton's dispatch of the same work, measured in the same run. Tuning and autotuning
 have nothing to time here: every candidate takes equally long, and the first is kept.
 
@@ -32,6 +33,7 @@ import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+ROWS = ((1, "atomic", False), (2, "atomic", False), (2, "atomic", True), (2, "two_phase", True))  # direct?
 
 
 def best_microseconds(calls: dict, number: int, repeats: int) -> dict:
@@ -53,12 +55,11 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def model_like_call(version: int, B: int = 1, h: int = 2, N: int = 32, d: int = 16):
+def model_like_call(version: int, dq: str, B: int = 1, h: int = 2, N: int = 32, d: int = 16):
     """A forward+backward as the model makes it, after a first call (compiles, tunes); -> the call."""
     import torch
 
     from minialbert.kernels.attention import FusedAttention
-    from minialbert.kernels.flash_attention_v2 import DEFAULT_DQ
 
     projection = torch.randn(B, N, 3 * h * d, dtype=torch.float16, requires_grad=True)
     grad_out = torch.randn(B, N, h * d, dtype=torch.float16)
@@ -68,7 +69,7 @@ def model_like_call(version: int, B: int = 1, h: int = 2, N: int = 32, d: int = 
         q, k, v = projection.view(B, N, 3, h, d).permute(2, 0, 3, 1, 4)        # 3 x (B, h, N, d) views
         if version == 1:
             q, k, v = (t.contiguous() for t in (q, k, v))                       # as fused_attention does
-        out = FusedAttention.apply(q, k, v, lengths, d ** -0.5, version, None, DEFAULT_DQ)
+        out = FusedAttention.apply(q, k, v, lengths, d ** -0.5, version, None, dq)
         out.transpose(1, 2).reshape(B, N, h * d).backward(grad_out)
         projection.grad = None
     call()
@@ -118,15 +119,15 @@ def measure(number: int, repeats: int) -> dict:
                                     number, repeats)
 
     calls, launches = {}, {}
-    for version, direct in ((1, False), (2, False), (2, True)):
-        calls[version, direct] = with_direct(direct, model_like_call(version))
+    for version, dq, direct in ROWS:
+        calls[version, dq, direct] = with_direct(direct, model_like_call(version, dq))
         recording.launches.clear()
-        calls[version, direct]()
-        launches[version, direct] = len(recording.launches)
+        calls[version, dq, direct]()
+        launches[version, dq, direct] = len(recording.launches)
     call_rows = best_microseconds(calls, number, repeats)
     recording.launches.clear()
 
-    anchor, v2_anchor = launch_rows["Triton's dispatch"], call_rows[2, False]
+    anchor, v2_anchor = launch_rows["Triton's dispatch"], call_rows[2, "atomic", False]
     return {
         "note": "host time per call, microseconds (best of repeats); the kernels compile for sm_90 and "
                 "launch into a recorder: no GPU work, no CUDA launch call",
@@ -134,10 +135,11 @@ def measure(number: int, repeats: int) -> dict:
         "torch": torch.__version__, "triton": triton.__version__, "number": number, "repeats": repeats,
         "one_launch": [{"way": way, "us": round(us, 2), "ratio": round(us / anchor, 3)}
                        for way, us in launch_rows.items()],
-        "forward_backward": [{"version": version, "way": "direct" if direct else "Triton's dispatch",
-                              "launches": launches[version, direct], "us": round(us, 1),
+        "forward_backward": [{"version": version, "dq": dq if version == 2 else None,
+                              "way": "direct" if direct else "Triton's dispatch",
+                              "launches": launches[version, dq, direct], "us": round(us, 1),
                               "ratio_to_v2_dispatch": round(us / v2_anchor, 3)}
-                             for (version, direct), us in call_rows.items()],
+                             for (version, dq, direct), us in call_rows.items()],
     }
 
 
@@ -156,13 +158,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit("kernel_host_time.py: unset TRITON_INTERPRET: it times Triton's compiled launch path")
     warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
     result = measure(args.number, args.repeats)
-    print(f"{'one launch':<28} {'us':>7} {'ratio':>6}")
+    print(f"{'one launch':<38} {'us':>7} {'ratio':>6}")
     for r in result["one_launch"]:
-        print(f"{r['way']:<28} {r['us']:>7.2f} {r['ratio']:>6.2f}")
-    print(f"\n{'forward+backward':<28} {'launches':>8} {'us':>7} {'ratio to v2 dispatch':>21}")
+        print(f"{r['way']:<38} {r['us']:>7.2f} {r['ratio']:>6.2f}")
+    print(f"\n{'forward+backward':<38} {'launches':>8} {'us':>7} {'ratio to v2 dispatch':>21}")
     for r in result["forward_backward"]:
-        name = f"version {r['version']}, {r['way']}"
-        print(f"{name:<28} {r['launches']:>8} {r['us']:>7.1f} "
+        name = f"version {r['version']}" + (f" ({r['dq']})" if r["dq"] else "") + f", {r['way']}"
+        print(f"{name:<38} {r['launches']:>8} {r['us']:>7.1f} "
               f"{r['ratio_to_v2_dispatch']:>21.2f}")
     record = args.out / "benchmarks" / "kernel_host_time.json"
     record.parent.mkdir(parents=True, exist_ok=True)

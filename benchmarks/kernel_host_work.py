@@ -33,6 +33,7 @@ ALLOCATING = {"empty", "empty_like", "empty_strided", "full", "full_like", "zero
 NO_WORK = {"view", "_unsafe_view", "permute", "transpose", "t", "unbind", "select", "slice", "split",
            "detach", "alias", "expand", "as_strided", "_reshape_alias", "squeeze", "unsqueeze"}
 HOST_READ = "_local_scalar_dense"
+KERNELS = ((1, "atomic"), (2, "atomic"), (2, "two_phase"))     # (version, dQ mode): version 1 has one way
 
 
 class AtenCounter(TorchDispatchMode):
@@ -77,8 +78,8 @@ def counting_triton_launches(counts: Counter, aten: AtenCounter):
             cls.run = original
 
 
-def model_like_call(version: int, B: int = 2, h: int = 2, N: int = 48, d: int = 32, device: str = "cpu",
-                    dtype=torch.float16) -> dict:
+def model_like_call(version: int, dq: str = "atomic", B: int = 2, h: int = 2, N: int = 48, d: int = 32,
+                    device: str = "cpu", dtype=torch.float16) -> dict:
     """Counts for one forward+backward of fused_attention as the model calls it (after a warm-up call)."""
     from minialbert.kernels import fused_attention
 
@@ -90,7 +91,7 @@ def model_like_call(version: int, B: int = 2, h: int = 2, N: int = 48, d: int = 
 
     def step():
         q, k, v = projection.view(B, N, 3, h, d).permute(2, 0, 3, 1, 4)        # 3 x (B, h, N, d) views
-        out = fused_attention(q, k, v, lengths, check_lengths=False, version=version, **blocks)
+        out = fused_attention(q, k, v, lengths, check_lengths=False, version=version, dq=dq, **blocks)
         out.transpose(1, 2).reshape(B, N, h * d).backward(grad_out)          # what the model reads back
         projection.grad = None
 
@@ -99,7 +100,8 @@ def model_like_call(version: int, B: int = 2, h: int = 2, N: int = 48, d: int = 
     with counting_triton_launches(launches, counter), counter:
         step()
     ops = counter.ops
-    return {"version": version, "shape": [B, h, N, d], "dtype": str(dtype).removeprefix("torch."),
+    return {"version": version, "dq": dq if version == 2 else None, "shape": [B, h, N, d],
+            "dtype": str(dtype).removeprefix("torch."),
             "triton_launches": sum(launches.values()), "triton_kernels": dict(launches),
             "allocations": sum(n for op, n in ops.items() if op in ALLOCATING),
             "torch_kernels": sum(n for op, n in ops.items() if op not in NO_WORK and op != HOST_READ
@@ -121,11 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("TRITON_INTERPRET", "1")          # before triton is first imported
     import triton
 
-    rows = [model_like_call(version, device=device) for version in (1, 2)]
-    print(f"{'version':>7} {'Triton launches':>15} {'torch kernels':>13} {'allocations':>11} "
+    rows = [model_like_call(version, dq, device=device) for version, dq in KERNELS]
+    print(f"{'kernel':<20} {'Triton launches':>15} {'torch kernels':>13} {'allocations':>11} "
           f"{'host reads':>10}")
     for r in rows:
-        print(f"{r['version']:>7} {r['triton_launches']:>15} {r['torch_kernels']:>13} {r['allocations']:>11} "
+        kernel = f"version {r['version']}" + (f", {r['dq']}" if r["dq"] else "")
+        print(f"{kernel:<20} {r['triton_launches']:>15} {r['torch_kernels']:>13} {r['allocations']:>11} "
               f"{r['host_reads']:>10}   {r['triton_kernels']}")
     record = args.out / "benchmarks" / "kernel_host_work.json"
     record.parent.mkdir(parents=True, exist_ok=True)

@@ -32,8 +32,9 @@ import pytest
 import torch
 import triton
 
-from minialbert.kernels import attention, compile_report, flash_attention, flash_attention_v2
+from minialbert.kernels import attention, compile_report, flash_attention
 from minialbert.kernels.compile_report import TARGETS, Variant
+from minialbert.kernels.tiles import BWD_TILES_V2, FWD_TILES_V2
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPORT = os.path.join(REPO, "assets", "benchmarks", "kernel_report.json")
@@ -212,6 +213,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from minialbert.kernels import compile_report as cr, flash_attention_v2 as v2
+from minialbert.kernels.tiles import BWD_TILES_V2, FWD_TILES_V2
 warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
 ATOMIC = r"^\\s*(?:@!?%p\\d+\\s+)?((?:red|atom)\\.\\S+)"           # the reduction's full opcode
 
@@ -233,7 +235,7 @@ def compile_(function, dtype, constants, tiles, runtime_ints=()):
             "tensor_cores": sum(cr.count_instructions(ptx, cr.TENSOR_CORE_PTX).values()),
             "spilled": usage["stack_bytes"] + usage["local_bytes"], "registers": usage["registers"]}
 
-launches = [("float16", d, tiles) for tiles, d in v2.BWD_TILES.items()]
+launches = [("float16", d, tiles) for tiles, d in BWD_TILES_V2.items()]
 launches.append(("float16", 64, (64, 64, 8, 2)))                # the H200's failing test: 64x64 at d=64
 launches.append(("float32", 64, (v2.FIXED_BLOCK, v2.FIXED_BLOCK, v2.FIXED_WARPS, v2.FIXED_STAGES)))
 found = {mode: [] for mode in v2.DQ_MODES}
@@ -246,8 +248,8 @@ found["sum_dq_partials_v2"] = [compile_(v2.sum_dq_partials_v2, dtype, dict(BLOCK
                                         (v2.SCALE_BLOCK, 64, 4, 3)) for dtype in ("float16", "float32")]
 tma = [{"pass": name, **compile_(kernel, dtype, dict(HEAD_DIM=d, BLOCK_M=tiles[0], BLOCK_N=tiles[1],
                                                     PRECISION="tf32", TMA=True), tiles, runtime_ints)}
-       for name, kernel, table, runtime_ints in (("fwd", v2.attn_fwd_v2, v2.FWD_TILES, ()),
-                                                 ("bwd", v2.attn_bwd_v2, v2.BWD_TILES, ["dq_col_step"]))
+       for name, kernel, table, runtime_ints in (("fwd", v2.attn_fwd_v2, FWD_TILES_V2, ()),
+                                                 ("bwd", v2.attn_bwd_v2, BWD_TILES_V2, ["dq_col_step"]))
        for tiles, widest in table.items() for d in sorted({min(64, widest), widest})
        for dtype in ("float16", "bfloat16")]
 json.dump({"dq_modes": found, "tma": tma}, open(sys.argv[1], "w"))
@@ -271,7 +273,7 @@ def test_version_2_reads_tiles_through_tma_on_sm90(version_2_on_sm90):
     Hopper's wgmma, and no tile spills. (Triton 3.9's warp specialization was tried on the forward's loop
     too: its compiler pass asserted, so the kernels do not ask for it.)"""
     records = version_2_on_sm90["tma"]
-    tables = {"fwd": flash_attention_v2.FWD_TILES, "bwd": flash_attention_v2.BWD_TILES}
+    tables = {"fwd": FWD_TILES_V2, "bwd": BWD_TILES_V2}
     assert len(records) == 2 * sum(len({min(64, d), d}) for table in tables.values() for d in table.values())
     for r in records:
         where = (f"{r['pass']} {r['dtype']} d={r['head_dim']} {r['config']}: {r['tma']} TMA copies, "
@@ -281,8 +283,9 @@ def test_version_2_reads_tiles_through_tma_on_sm90(version_2_on_sm90):
 
 def test_version_2_dq_modes_compile_to_vector_scalar_and_no_atomics_on_sm90(version_2_on_sm90):
     """"atomic": Hopper's vectorized red (what lost adds on an H200); "scalar": f32 reductions, never a vector
-    form; "partials": none, and neither does its summing kernel. Half-precision tiles keep tensor cores and do
-    not spill in any mode (float32, the exact fixed-tile path, may: its spills are in the message only)."""
+    form; "partials" and "two_phase": none, and neither does the partials' summing kernel. Half-precision
+    tiles keep tensor cores and do not spill in any mode (float32, the exact fixed-tile path, may: its spills
+    are in the message only)."""
     for mode, records in version_2_on_sm90["dq_modes"].items():
         for r in records:
             where = (f"{mode} {r['dtype']} d={r['head_dim']} {r['config']}: {r['atomics']}, "

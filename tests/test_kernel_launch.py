@@ -130,8 +130,9 @@ def test_host_time_benchmark_times_each_way_in_one_run(tmp_path):
     record = json.loads((tmp_path / "benchmarks" / "kernel_host_time.json").read_text())
     assert [r["way"] for r in record["one_launch"]] == ["Triton's dispatch", "direct"]
     assert record["one_launch"][0]["ratio"] == 1.0
-    rows = [(r["version"], r["way"], r["launches"]) for r in record["forward_backward"]]
-    assert rows == [(1, "Triton's dispatch", 4), (2, "Triton's dispatch", 3), (2, "direct", 3)]
+    rows = [(r["version"], r["dq"], r["way"], r["launches"]) for r in record["forward_backward"]]
+    assert rows == [(1, None, "Triton's dispatch", 4), (2, "atomic", "Triton's dispatch", 3),
+                    (2, "atomic", "direct", 3), (2, "two_phase", "direct", 2)]
     assert record["forward_backward"][1]["ratio_to_v2_dispatch"] == 1.0
     assert all(r["us"] > 0 for r in record["one_launch"] + record["forward_backward"])
 

@@ -25,7 +25,7 @@ DEVICE = "cuda" if CUDA else "cpu"
 TOLERANCE = {torch.float32: dict(atol=2e-5, rtol=1e-4), torch.float16: dict(atol=3e-3, rtol=3e-3),
              torch.bfloat16: dict(atol=3e-2, rtol=3e-2)}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Version 1, and version 2 with each way its dQ shares meet ("atomic", "scalar", "partials"): (version, dq).
+# Version 1, and version 2 with each way it sums dQ over key tiles (DQ_MODES): (version, dq).
 KERNELS = [pytest.param(1, "atomic", id="v1")] + [pytest.param(2, m, id=f"v2-{m}") for m in DQ_MODES]
 
 
@@ -142,7 +142,8 @@ def _bad_calls():
         "length < 0": ((x, x, x), dict(key_lengths=torch.tensor([-1, 2], device=DEVICE), check_lengths=True),
                        r"\[0, N=8\]"),
         "version 3": ((x, x, x), dict(version=3), r"version must be one of \(1, 2\)"),
-        "dq mode": ((x, x, x), dict(dq="vector"), r"dq must be one of \('atomic', 'scalar', 'partials'\)"),
+        "dq mode": ((x, x, x), dict(dq="vector"),
+                    r"dq must be one of \('atomic', 'scalar', 'partials', 'two_phase'\)"),
         "block 24": ((x, x, x), dict(block_m=24, block_n=16), "powers of two"),
         "one block": ((x, x, x), dict(block_m=16), "both block_m and block_n"),
         "sm_scale": ((x, x, x), dict(sm_scale=-1.0), "sm_scale"),
@@ -228,8 +229,9 @@ def test_model_with_triton_backend_equals_sdpa(backend):
 @pytest.mark.parametrize("dq", DQ_MODES)
 def test_version_2_reuses_its_dq_buffer_and_repeats_exactly(dq):
     """dQ's float32 accumulator is kept per shape and must be zeros again after every backward ("partials"
-    keeps none). Every mode repeats exactly here; on a GPU only "partials" is sure to (atomic adds meet in any
-    order), though "atomic" did at this shape on an H200 (assets/benchmarks/kernel_tests_nvidia-h200.txt)."""
+    and "two_phase" keep none). Every mode repeats exactly here; on a GPU only "partials" and "two_phase" are
+    sure to (atomic adds meet in any order), though "atomic" did at this shape on an H200
+    (assets/benchmarks/kernel_tests_nvidia-h200.txt)."""
     from minialbert.kernels import flash_attention_v2
 
     q, k, v, do = make_inputs(2, 2, 48, 32, torch.float16, seed=6)
@@ -237,7 +239,7 @@ def test_version_2_reuses_its_dq_buffer_and_repeats_exactly(dq):
     first, second = (run_both(q, k, v, do, lengths, (16, 16), version=2, dq=dq)[0] for _ in range(2))
     for a, b in zip(first, second):
         torch.testing.assert_close(a, b, atol=0, rtol=0)
-    if dq != "partials":
+    if dq in ("atomic", "scalar"):
         buffers = [t for key, t in flash_attention_v2._DQ_ACCUMULATORS.items() if key[0] == tuple(q.shape)]
         assert len(buffers) == 1 and buffers[0].dtype == torch.float32 and not buffers[0].any()
 
@@ -321,6 +323,7 @@ def test_version_2_times_tiles_and_tma_the_first_time_a_shape_runs(monkeypatch):
     replaced by one that favours a TMA choice; the winners must be stored, launched and correct."""
     from minialbert.kernels import flash_attention_v2 as v2
     from minialbert.kernels import tuning
+    from minialbert.kernels.tiles import BWD_TILES_V2, FWD_TILES_V2
 
     timed = []
 
@@ -336,7 +339,7 @@ def test_version_2_times_tiles_and_tma_the_first_time_a_shape_runs(monkeypatch):
     lengths, sm_scale = torch.tensor([40, 21], device=DEVICE), 32 ** -0.5
     out, lse = v2.forward(q, k, v, lengths, sm_scale, None)
     grads = v2.backward(do, q, k, v, out, lse, lengths, sm_scale, None)
-    tried = [(t, way) for table in (v2.FWD_TILES, v2.BWD_TILES)
+    tried = [(t, way) for table in (FWD_TILES_V2, BWD_TILES_V2)
              for t in v2.candidate_tiles(table, 32) for way in (False, True)]
     assert sorted(timed) == sorted(tried)
     assert tuning.tuned_tiles() == [
@@ -400,10 +403,12 @@ def test_version_2_does_less_host_work_per_call():
                                                                                    "kernel_host_work.py"))
     host_work = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(host_work)
-    v1, v2 = (host_work.model_like_call(version, device=DEVICE) for version in (1, 2))
-    assert v1["triton_launches"] == 4 and v2["triton_launches"] == 3
-    assert v1["host_reads"] == v2["host_reads"] == 0                  # check_lengths=False, as the model
+    v1, v2, two_phase = (host_work.model_like_call(version, dq, device=DEVICE)
+                         for version, dq in host_work.KERNELS)
+    assert v1["triton_launches"] == 4 and v2["triton_launches"] == 3 and two_phase["triton_launches"] == 2
+    assert v1["host_reads"] == v2["host_reads"] == two_phase["host_reads"] == 0     # check_lengths=False
     assert v2["allocations"] < v1["allocations"] and v2["torch_kernels"] < v1["torch_kernels"]
+    assert two_phase["allocations"] <= v2["allocations"] and two_phase["torch_kernels"] <= v2["torch_kernels"]
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
@@ -545,6 +550,7 @@ def test_benchmark_flop_accounting_and_arguments():
     assert picked.providers == ["ours-v2", "sdpa-cudnn"] and picked.paddings == ["padded"]
     modes = bench.parse_args(["--dq-modes", "atomic", "partials", "--providers", "ours", "sdpa-cudnn"])
     assert modes.providers == ["ours-v1", "ours-v2", "ours-v2-partials", "sdpa-cudnn"]
+    assert bench.DQ_MODES == DQ_MODES                   # kept apart so that it parses without triton
     with pytest.raises(SystemExit):
         bench.parse_args(["--head-configs", "12-64"])
 

@@ -95,9 +95,9 @@ KERNELS = {"fwd": "_attn_fwd", "delta": "_attn_bwd_delta", "dkdv": "_attn_bwd_dk
 VERSION_2 = ("fwd_v2", "fwd_v2_tma", "bwd_v2", "bwd_v2_tma", "scale_dq_v2")
 TMA_KERNELS = {"fwd_v2_tma": "sm_90", "bwd_v2_tma": "sm_90"}      # compiled with TMA=True, for one target
 AUTOTUNE_TILES = {"fwd": tiles.FWD_TILES, "dkdv": tiles.DKDV_TILES,
-                  "dq": tiles.DQ_TILES, "fwd_v2": flash_attention_v2.FWD_TILES,
-                  "fwd_v2_tma": flash_attention_v2.FWD_TILES, "bwd_v2": flash_attention_v2.BWD_TILES,
-                  "bwd_v2_tma": flash_attention_v2.BWD_TILES}
+                  "dq": tiles.DQ_TILES, "fwd_v2": tiles.FWD_TILES_V2,
+                  "fwd_v2_tma": tiles.FWD_TILES_V2, "bwd_v2": tiles.BWD_TILES_V2,
+                  "bwd_v2_tma": tiles.BWD_TILES_V2}
 DELTA_BLOCK_M = 64                # flash_attention.backward launches _attn_bwd_delta with BLOCK_M=64 and
 DELTA_WARPS, DELTA_STAGES = 4, 3  # Triton's default warps and stages
 DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}   # torch name -> Triton type name

@@ -8,10 +8,10 @@ call was time on the host, and its backward multiplied 7 tiles per tile pair whe
   computed in the same loop from the O and dO tiles it already streams, so no delta kernel or buffer.
 - Launches and allocations: forward 1 kernel (v1: 1), backward 2 (v1: 3): the pass above, then one that
   scales dQ into the input dtype and writes zeros back into the float32 buffer, which is therefore kept
-  per shape and reused (no memset). q, k, v are read through their strides (the model's permuted views
-  need no copies), and o, dq, dk, dv are laid out (B, N, h, d) so that the model's transpose back to
-  (B, N, h * d) is a view. Key lengths are read on the GPU as given (any integer dtype, clamped to [0, N]):
-  nothing is read back to the host.
+  per shape and reused (no memset); dQ mode "two_phase" (below) needs only the pass. q, k, v are read
+  through their strides (the model's permuted views need no copies), and o, dq, dk, dv are laid out
+  (B, N, h, d) so that the model's transpose back to (B, N, h * d) is a view. Key lengths are read on the
+  GPU as given (any integer dtype, clamped to [0, N]): nothing is read back to the host.
 - Tiles: looked up in a dict per shape; on a GPU the first call of a shape times a few candidates
   (CUDA-graph replays, so launch overhead does not decide) and the winner is launched after.
 - Launches skip Triton's per-call dispatch after a kernel's first with the same argument specialization:
@@ -31,7 +31,10 @@ therefore a choice, backward(..., dq_mode) (DQ_MODES; fused_attention passes its
 - "partials": no atomics, deterministic. Each key tile stores its share for each query tile into its own
   slice of a float32 (n_key_tiles, B, N, h, d) buffer (uninitialised: what is read was written), and the
   second launch sums a sequence's real tiles in order. Memory: n_key_tiles times dQ's, in float32.
-All three do 5 products per tile pair in one forward and two backward launches.
+These three do 5 products per tile pair in one forward and two backward launches. The fourth,
+- "two_phase", is Triton's tutorial's way: each backward program, after its key tile's dK and dV, computes
+  dQ for the same rows as query tiles, streaming the key tiles past them (3 more products, 7 in all, as in
+  version 1). No atomics, no buffer, deterministic, one backward launch.
 
 Padding is handled as in version 1: key tiles past a sequence's length are never visited, query tiles
 past it do no work, partial tiles are masked, and what padding holds (even NaN) never reaches a real output.
@@ -47,12 +50,12 @@ import triton.language as tl
 
 from . import tuning
 from .launching import launch
-from .tiles import candidate_tiles
+from .tiles import BWD_TILES_V2, FWD_TILES_V2, candidate_tiles
 
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
 FIXED_BLOCK, FIXED_WARPS, FIXED_STAGES = 32, 8, 2      # as version 1: fixed tiles (interpreter, float32)
 SCALE_BLOCK = 1024                      # elements per program of the dQ scaling (and summing) kernel
-DQ_MODES = ("atomic", "scalar", "partials")     # how dQ's shares from the key tiles meet (module docstring)
+DQ_MODES = ("atomic", "scalar", "partials", "two_phase")    # how dQ is summed over key tiles (docstring)
 DEFAULT_DQ = "atomic"                   # changes only when a GPU shows another mode right (and not slower)
 
 
@@ -178,12 +181,36 @@ def _bwd_loop(dk, dv, k, v, real_k, q_src, o_src, do_src, dq_ptrs, lse_ptrs, off
         dpT = tl.dot(v, tl.trans(do), input_precision=PRECISION)           # 3: (BN, BM) dP^T = V dO^T
         dsT = pT * (dpT - delta[None, :])                                   # dS = P * (dP - delta)
         dk += tl.dot(dsT.to(q.dtype), q, input_precision=PRECISION)        # 4: dK = dS^T Q (times scale)
-        dq = tl.dot(tl.trans(dsT).to(k.dtype), k, input_precision=PRECISION)  # 5: (BM, d) this tile's dS K
-        if MASKED:
-            _put_dq_share(dq_ptrs + start_m * o_stride_n, dq, real_q[:, None], DQ_MODE)
-        else:
-            _put_dq_share(dq_ptrs + start_m * o_stride_n, dq, None, DQ_MODE)
+        if DQ_MODE != "two_phase":                                          # there: phase 2's own loop
+            dq = tl.dot(tl.trans(dsT).to(k.dtype), k, input_precision=PRECISION)  # 5: this tile's dS K
+            if MASKED:
+                _put_dq_share(dq_ptrs + start_m * o_stride_n, dq, real_q[:, None], DQ_MODE)
+            else:
+                _put_dq_share(dq_ptrs + start_m * o_stride_n, dq, None, DQ_MODE)
     return dk, dv
+
+
+@triton.jit
+def _dq_loop(dq, q, do, lse, delta, k_ptrs, v_ptrs, offs_n, lo, hi, kv_len, qk_scale, stride_n,
+             BLOCK_N: tl.constexpr, MASKED: tl.constexpr, PRECISION: tl.constexpr):
+    """"two_phase", phase 2: stream key/value tiles [lo, hi) past one query tile, adding dS K into its dQ
+    (3 products a pair, no atomics). k_ptrs, v_ptrs: the first key/value tile's pointers."""
+    for start_n in range(lo, hi, BLOCK_N):
+        if MASKED:                                                          # the one partial key tile
+            real_k = start_n + offs_n < kv_len
+            k = tl.load(k_ptrs + start_n * stride_n, mask=real_k[:, None], other=0.0)
+            v = tl.load(v_ptrs + start_n * stride_n, mask=real_k[:, None], other=0.0)
+        else:
+            k = tl.load(k_ptrs + start_n * stride_n)
+            v = tl.load(v_ptrs + start_n * stride_n)
+        qk = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # 1: (BM, BN) scores
+        p = tl.exp2(qk - lse[:, None])
+        if MASKED:
+            p = tl.where(real_k[None, :], p, 0.0)                           # padded keys: no weight
+        dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)            # 2: (BM, BN) dP = dO V^T
+        ds = p * (dp - delta[:, None])
+        dq += tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)         # 3: dQ += dS K
+    return dq
 
 
 @triton.jit(do_not_specialize=["dq_col_step"])
@@ -196,9 +223,11 @@ def attn_bwd_v2(Q, K, V, O, DO, LSE, DQ_ACC, DK, DV, Lengths, sm_scale, qk_scale
 
     o, do, dk and dv share one layout (o_stride_*); q, k and v another (stride_*). DQ_ACC: the (B, N, h, d)
     float32 accumulator ("atomic", "scalar"), or the (n_key_tiles, B, N, h, d) partials ("partials"), whose
-    key tiles lie numel = B * N * h * d elements apart. dq_col_step is 1, given at run time and never
-    specialized: "scalar" multiplies the accumulator's column offsets by it. (Its default and DQ_MODE's are
-    the atomic mode, which compile tools that predate the modes, like compile_report, then compile.)
+    key tiles lie numel = B * N * h * d elements apart, or dQ itself ("two_phase": then, after dK and dV,
+    the program computes dQ of the same BLOCK_N query rows by streaming the key tiles past them).
+    dq_col_step is 1, given at run time and never specialized: "scalar" multiplies the accumulator's column
+    offsets by it. (Its default and DQ_MODE's are the atomic mode, which compile tools that predate the
+    modes, like compile_report, then compile.)
     TMA: the whole query, output and output-gradient tiles arrive through descriptors, as in attn_fwd_v2.
     """
     start_n, bh = tl.program_id(0), tl.program_id(1)
@@ -245,6 +274,30 @@ def attn_bwd_v2(Q, K, V, O, DO, LSE, DQ_ACC, DK, DV, Lengths, sm_scale, qk_scale
     tl.store(DK + kv_offs, (dk * sm_scale).to(DK.dtype.element_ty), mask=(cols < N_CTX)[:, None])
     tl.store(DV + kv_offs, dv.to(DV.dtype.element_ty), mask=(cols < N_CTX)[:, None])
 
+    if DQ_MODE == "two_phase":          # phase 2: dQ of this program's BLOCK_N query rows, BLOCK_M at a time
+        offs_n = tl.arange(0, BLOCK_N)
+        k_ptrs = K + base + offs_n[:, None] * stride_n + offs_d[None, :]
+        v_ptrs = V + base + offs_n[:, None] * stride_n + offs_d[None, :]
+        for start_m in range(start_n * BLOCK_N, start_n * BLOCK_N + BLOCK_N, BLOCK_M):
+            rows = start_m + offs_m
+            real_q = rows < length                                          # padded rows: dQ zeros
+            q_ptrs = Q + base + rows[:, None] * stride_n + offs_d[None, :]
+            q = tl.load(q_ptrs, mask=real_q[:, None], other=0.0)
+            row_offs = o_base + rows[:, None] * o_stride_n + offs_d[None, :]
+            o = tl.load(O + row_offs, mask=real_q[:, None], other=0.0)
+            do = tl.load(DO + row_offs, mask=real_q[:, None], other=0.0)
+            lse = tl.load(LSE + bh * N_CTX + rows, mask=real_q, other=0.0)
+            delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
+            kv_len = tl.where(start_m < length, length, 0)
+            dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+            full_k = kv_len // BLOCK_N * BLOCK_N
+            dq = _dq_loop(dq, q, do, lse, delta, k_ptrs, v_ptrs, offs_n, 0, full_k, kv_len, qk_scale,
+                          stride_n, BLOCK_N, False, PRECISION)
+            dq = _dq_loop(dq, q, do, lse, delta, k_ptrs, v_ptrs, offs_n, full_k, kv_len, kv_len, qk_scale,
+                          stride_n, BLOCK_N, True, PRECISION)
+            dq = (dq * sm_scale).to(DQ_ACC.dtype.element_ty)
+            tl.store(DQ_ACC + row_offs, dq, mask=(rows < N_CTX)[:, None])
+
 
 @triton.jit
 def scale_dq_v2(DQ_ACC, DQ, sm_scale, numel, BLOCK: tl.constexpr):
@@ -273,23 +326,6 @@ def sum_dq_partials_v2(DQ_ACC, DQ, Lengths, sm_scale, numel, o_stride_b, o_strid
         ptrs += numel                                                       # the next key tile's partial
     out = DQ + b.to(tl.int64) * o_stride_b + offs
     tl.store(out, (acc * sm_scale).to(DQ.dtype.element_ty), mask=offs < o_stride_b)
-
-
-# GPU only: the tiles tried the first time a shape runs, as (BLOCK_M, BLOCK_N, num_warps, num_stages): the
-# largest head dim each is tried at (past it, it spills on sm_80 or sm_90). The forward keeps a big query tile
-# and streams key tiles; the backward program keeps a key tile and streams query tiles. Fitted with
-# minialbert.kernels.compile_report (assets/benchmarks/kernel_report.json, which also shows sm_89: there the
-# 32x64 and 32x128 backward tiles spill 8-16 bytes at d=64, and 128x32 forward tiles at d=128). The 64x64 w4
-# and 128x64 w8 forward tiles spill 8 bytes at d=32 on sm_80, so they are not in the table.
-FWD_TILES = {
-    (128, 32, 4, 3): 128,
-    (128, 64, 4, 3): 64,                                # d=128: spills
-}
-BWD_TILES = {
-    (16, 64, 8, 2): 128, (32, 32, 8, 2): 128,          # the only ones that hold d=128 on sm_80 without spills
-    (32, 64, 4, 2): 64, (32, 128, 8, 2): 64,           # d=128: spill on sm_80 (and sm_90 for 32x64)
-    (64, 64, 8, 2): 32, (64, 128, 8, 2): 32,           # d=64: spill on sm_80
-}
 
 
 _DQ_ACCUMULATORS: dict[tuple, torch.Tensor] = {}           # (shape, device) -> zeroed float32 dQ buffer
@@ -356,7 +392,7 @@ def forward(q, k, v, lengths, sm_scale: float, blocks: tuple[int, int, int, int]
         launch_with((blocks, tma))
         return o, lse
     key = ("fwd", *tuning.shape_key(q, k, v))
-    launch_with(tuning.chosen(key) or tuning.tune(key, candidate_tiles(FWD_TILES, d), q, launch_with))
+    launch_with(tuning.chosen(key) or tuning.tune(key, candidate_tiles(FWD_TILES_V2, d), q, launch_with))
     return o, lse
 
 
@@ -367,8 +403,9 @@ def _descriptor_memory(size: int, alignment: int, stream) -> torch.Tensor:
 
 def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, int, int, int] | None,
              dq_mode: str = DEFAULT_DQ, tma: bool = False):
-    """Two launches -> dq, dk, dv (laid out as o): the 5-product pass, then dQ's scaling (or summing).
-    Tiles and TMA are chosen as in forward (tuned per shape, and per dq_mode), or fixed by blocks and tma."""
+    """Two launches -> dq, dk, dv (laid out as o): the 5-product pass, then dQ's scaling (or summing); one
+    for "two_phase", which writes dQ itself. Tiles and TMA are chosen as in forward (tuned per shape, and
+    per dq_mode), or fixed by blocks and tma."""
     B, h, N, d = q.shape
     if do.stride() != o.stride():                       # the model's gradient arrives in o's layout
         do = torch.empty_like(o).copy_(do)
@@ -390,11 +427,14 @@ def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, i
         key = ("bwd", dq_mode, *tuning.shape_key(q, k, v))
         choice = tuning.chosen(key)
         if choice is None:                              # tuned on scratch: the accumulator stays zeroed
-            candidates = candidate_tiles(BWD_TILES, d)
+            candidates = candidate_tiles(BWD_TILES_V2, d)
             smallest_block_n = min(block_n for _, block_n, _, _ in candidates)    # partials: the most tiles
-            scratch = (torch.zeros_like(_dq_accumulator(o)) if dq_mode != "partials"
-                       else _dq_buffer(o, dq_mode, smallest_block_n))
+            scratch = (dq if dq_mode == "two_phase" else _dq_buffer(o, dq_mode, smallest_block_n)
+                       if dq_mode == "partials" else torch.zeros_like(_dq_accumulator(o)))
             choice = tuning.tune(key, candidates, q, functools.partial(launch_with, buffer=scratch))
+    if dq_mode == "two_phase":
+        launch_with(choice, dq)
+        return dq, dk, dv
     block_n = choice[0][1]
     buffer = _dq_buffer(o, dq_mode, block_n)
     launch_with(choice, buffer)
