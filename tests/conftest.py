@@ -5,7 +5,11 @@ is defined (`@triton.jit` reads TRITON_INTERPRET). Some libraries the tests use 
 triton early, so the variable is set here, before any test module is collected.
 """
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -39,3 +43,17 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def run_compiled():
+    """run_compiled(code, out) -> the JSON that the Python `code` wrote to the path `out` (its argument),
+    run in a fresh process without TRITON_INTERPRET: there Triton compiles kernels for GPU targets, as the
+    compile and launch tests need, even where the session itself runs them in the interpreter."""
+    def run(code: str, out: Path):
+        env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+        result = subprocess.run([sys.executable, "-c", code, str(out)], cwd=Path(__file__).parent.parent,
+                                env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return json.loads(Path(out).read_text())
+    return run

@@ -257,15 +257,10 @@ json.dump({"dq_modes": found, "tma": tma}, open(sys.argv[1], "w"))
 
 
 @pytest.fixture(scope="module")
-def version_2_on_sm90(tmp_path_factory) -> dict:
+def version_2_on_sm90(tmp_path_factory, run_compiled) -> dict:
     """The compiles above, in a fresh process without TRITON_INTERPRET: {"dq_modes": records by mode,
     "tma": records}."""
-    out = tmp_path_factory.mktemp("version_2") / "records.json"
-    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
-    result = subprocess.run([sys.executable, "-c", VERSION_2_WORKER, str(out)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(out.read_text())
+    return run_compiled(VERSION_2_WORKER, tmp_path_factory.mktemp("version_2") / "records.json")
 
 
 def test_version_2_reads_tiles_through_tma_on_sm90(version_2_on_sm90):

@@ -66,13 +66,8 @@ json.dump({"calls": calls, "error": error}, open(sys.argv[1], "w"))
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("launches") / "launches.json"
-    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
-    result = subprocess.run([sys.executable, "-c", WORKER, str(out)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(out.read_text())
+def recorded(tmp_path_factory, run_compiled) -> dict:
+    return run_compiled(WORKER, tmp_path_factory.mktemp("launches") / "launches.json")
 
 
 def test_direct_launches_pass_the_launcher_what_tritons_would(recorded):
