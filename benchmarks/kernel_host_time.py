@@ -15,7 +15,8 @@ Rows, each the best of --repeats timings of --number calls, all in one process:
   tensors outside the interpreter, are left out): version 1 (Triton's dispatch and its autotuner), version
   2 through Triton's dispatch, version 2 direct, and version 2 direct with dQ mode "two_phase" (one backward
   launch instead of two).
-Ratios are against Triton's dispatch of the same work, measured in the same run. Tuning and autotuning
+Ratios are against an anchor measured in the same run: the launch through Triton's dispatch, and version
+2 (dQ mode "atomic") through Triton's dispatch. Tuning and autotuning
 have nothing to time here: every candidate takes equally long, and the first is kept.
 
     python benchmarks/kernel_host_time.py     # prints a table, writes assets/benchmarks/kernel_host_time.json

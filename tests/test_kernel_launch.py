@@ -5,6 +5,7 @@ compile for sm_90 and every launch's arguments are recorded instead of run (kern
 It runs the model's forward+backward three times with the same shapes: first through Triton's dispatch
 (which compiles and is remembered), then directly, then through Triton's dispatch again; then once with
 q, k, v 2 bytes off 16-byte alignment, which Triton compiles differently, so it must not launch directly.
+The host-time benchmark built on the same driver (benchmarks/kernel_host_time.py) is run once, briefly.
 """
 
 from __future__ import annotations
