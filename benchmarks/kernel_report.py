@@ -7,7 +7,7 @@ and for sm_80, sm_89 and sm_90 (and sm_75, the T4, in float16), and records per 
 memory, spills (stack/local memory), tensor-core instructions in the PTX and SASS, whether a block can
 launch, and the theoretical occupancy (minialbert.kernels.compile_report). Compiler facts, not timings.
 
-    python benchmarks/kernel_report.py                  # 1,247 compiles (828 of version 1: 13 min on 2 cores)
+    python benchmarks/kernel_report.py                  # 1,364 compiles (828 of version 1: 13 min on 2 cores)
     python benchmarks/kernel_report.py --workers 8      # more processes on a bigger machine
     python benchmarks/kernel_report.py --update         # compile only what the report lacks (same Triton)
 

@@ -220,6 +220,8 @@ ATOMIC = r"^\\s*(?:@!?%p\\d+\\s+)?((?:red|atom)\\.\\S+)"           # the reducti
 def compile_(function, dtype, constants, tiles, runtime_ints=()):
     signature, aligned = cr.launch_signature(function, dtype)
     signature.update({name: "i32" for name in runtime_ints})      # as the JIT launches do_not_specialize
+    if constants.get("DQ_MODE") == "two_phase":                    # DQ_ACC is dQ itself, in the input dtype
+        signature["DQ_ACC"] = "*" + cr.DTYPES[dtype]
     if "numel" in function.arg_names:                             # B*N*h*d, a multiple of 16 at d >= 16
         aligned[(function.arg_names.index("numel"),)] = [["tt.divisibility", 16]]
     source = ASTSource(function, signature, constexprs=constants, attrs=aligned)

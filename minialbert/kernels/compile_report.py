@@ -87,17 +87,18 @@ WARP_SIZE = 32
 
 # The kernels under short names (the four of flash_attention, then those of flash_attention_v2: the "_tma"
 # ones read their streamed tiles through TMA, which tuning may pick only on Hopper, in half precision:
-# tuning.hopper_tma), and the tile tables the big ones are tuned over (version 1 with
+# tuning.hopper_tma; "bwd_v2_two_phase" is the backward in dQ mode "two_phase", which also computes dQ and
+# writes it in the input dtype), and the tile tables the big ones are tuned over (version 1 with
 # triton.autotune, version 2 once per shape).
 KERNELS = {"fwd": "_attn_fwd", "delta": "_attn_bwd_delta", "dkdv": "_attn_bwd_dkdv", "dq": "_attn_bwd_dq",
            "fwd_v2": "attn_fwd_v2", "fwd_v2_tma": "attn_fwd_v2", "bwd_v2": "attn_bwd_v2",
-           "bwd_v2_tma": "attn_bwd_v2", "scale_dq_v2": "scale_dq_v2"}
-VERSION_2 = ("fwd_v2", "fwd_v2_tma", "bwd_v2", "bwd_v2_tma", "scale_dq_v2")
+           "bwd_v2_tma": "attn_bwd_v2", "bwd_v2_two_phase": "attn_bwd_v2", "scale_dq_v2": "scale_dq_v2"}
+VERSION_2 = ("fwd_v2", "fwd_v2_tma", "bwd_v2", "bwd_v2_tma", "bwd_v2_two_phase", "scale_dq_v2")
 TMA_KERNELS = {"fwd_v2_tma": "sm_90", "bwd_v2_tma": "sm_90"}      # compiled with TMA=True, for one target
 AUTOTUNE_TILES = {"fwd": tiles.FWD_TILES, "dkdv": tiles.DKDV_TILES,
                   "dq": tiles.DQ_TILES, "fwd_v2": tiles.FWD_TILES_V2,
                   "fwd_v2_tma": tiles.FWD_TILES_V2, "bwd_v2": tiles.BWD_TILES_V2,
-                  "bwd_v2_tma": tiles.BWD_TILES_V2}
+                  "bwd_v2_tma": tiles.BWD_TILES_V2, "bwd_v2_two_phase": tiles.TWO_PHASE_TILES_V2}
 DELTA_BLOCK_M = 64                # flash_attention.backward launches _attn_bwd_delta with BLOCK_M=64 and
 DELTA_WARPS, DELTA_STAGES = 4, 3  # Triton's default warps and stages
 DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}   # torch name -> Triton type name
@@ -206,6 +207,9 @@ def compile_variant(variant: Variant):
         constants.update(BLOCK_N=variant.block_n, PRECISION="ieee" if variant.dtype == "float32" else "tf32")
     if variant.kernel in TMA_KERNELS:
         constants["TMA"] = True
+    if variant.kernel == "bwd_v2_two_phase":
+        constants["DQ_MODE"] = "two_phase"
+        signature["DQ_ACC"] = signature["DQ_ACC"].replace("fp32", DTYPES[variant.dtype])  # dQ itself
     source = ASTSource(function, signature, constexprs=constants, attrs=aligned)
     target = GPUTarget("cuda", TARGETS[variant.target].capability, WARP_SIZE)
     with warnings.catch_warnings():    # Triton 3.9 warns that its FP-fusion default will change; launches

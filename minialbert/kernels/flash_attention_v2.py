@@ -50,7 +50,7 @@ import triton.language as tl
 
 from . import tuning
 from .launching import launch
-from .tiles import BWD_TILES_V2, FWD_TILES_V2, candidate_tiles
+from .tiles import BWD_TILES_V2, FWD_TILES_V2, TWO_PHASE_TILES_V2, candidate_tiles
 
 LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
 FIXED_BLOCK, FIXED_WARPS, FIXED_STAGES = 32, 8, 2      # as version 1: fixed tiles (interpreter, float32)
@@ -427,7 +427,7 @@ def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, i
         key = ("bwd", dq_mode, *tuning.shape_key(q, k, v))
         choice = tuning.chosen(key)
         if choice is None:                              # tuned on scratch: the accumulator stays zeroed
-            candidates = candidate_tiles(BWD_TILES_V2, d)
+            candidates = candidate_tiles(TWO_PHASE_TILES_V2 if dq_mode == "two_phase" else BWD_TILES_V2, d)
             smallest_block_n = min(block_n for _, block_n, _, _ in candidates)    # partials: the most tiles
             scratch = (dq if dq_mode == "two_phase" else _dq_buffer(o, dq_mode, smallest_block_n)
                        if dq_mode == "partials" else torch.zeros_like(_dq_accumulator(o)))

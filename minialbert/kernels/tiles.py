@@ -66,6 +66,9 @@ BWD_TILES_V2 = {
     (32, 64, 4, 2): 64, (32, 128, 8, 2): 64,           # d=128: spill on sm_80 (and sm_90 for 32x64)
     (64, 64, 8, 2): 32, (64, 128, 8, 2): 32,           # d=64: spill on sm_80
 }
+# The backward in dQ mode "two_phase" holds more (its second phase's dQ tile): the 32x128 and 64x128 tiles
+# spill at d=32 on sm_80 (and 32x128 on sm_89) there, so it tries them at d=16 only.
+TWO_PHASE_TILES_V2 = {**BWD_TILES_V2, (32, 128, 8, 2): 16, (64, 128, 8, 2): 16}
 
 
 def candidate_tiles(tiles: dict, head_dim: int) -> list[tuple[int, int, int, int]]:
