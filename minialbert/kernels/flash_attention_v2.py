@@ -428,9 +428,12 @@ def backward(do, q, k, v, o, lse, lengths, sm_scale: float, blocks: tuple[int, i
         choice = tuning.chosen(key)
         if choice is None:                              # tuned on scratch: the accumulator stays zeroed
             candidates = candidate_tiles(TWO_PHASE_TILES_V2 if dq_mode == "two_phase" else BWD_TILES_V2, d)
-            smallest_block_n = min(block_n for _, block_n, _, _ in candidates)    # partials: the most tiles
-            scratch = (dq if dq_mode == "two_phase" else _dq_buffer(o, dq_mode, smallest_block_n)
-                       if dq_mode == "partials" else torch.zeros_like(_dq_accumulator(o)))
+            if dq_mode == "two_phase":                  # the pass writes dQ itself
+                scratch = dq
+            elif dq_mode == "partials":                 # the smallest BLOCK_N: the most key tiles
+                scratch = _dq_buffer(o, dq_mode, min(block_n for _, block_n, _, _ in candidates))
+            else:
+                scratch = torch.zeros_like(_dq_accumulator(o))
             choice = tuning.tune(key, candidates, q, functools.partial(launch_with, buffer=scratch))
     if dq_mode == "two_phase":
         launch_with(choice, dq)
