@@ -184,6 +184,34 @@ def test_bfloat16_and_head_dim_128_are_refused_below_compute_capability_8(versio
         fused_attention(wide, wide, wide, version=version)
 
 
+@pytest.mark.skipif(CUDA, reason="pretends to be an H200 on a machine without a GPU")
+def test_version_2_defaults_to_dq_without_atomics_and_warns_for_atomic_on_hopper(monkeypatch):
+    """The atomic dQ mode lost whole rows on an H200: the default is two_phase, and atomic asked for by
+    name on sm_90 says so in one line (and not on other GPUs)."""
+    import warnings
+
+    from minialbert.kernels import attention
+
+    x = torch.randn(1, 1, 16, 16).half()
+    lengths = torch.tensor([16])
+    monkeypatch.setattr(attention, "INTERPRET", False)                  # as if compiled, on an H200
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.Tensor, "device", torch.device("cuda", 0))
+    modes = []
+    monkeypatch.setattr(attention.FusedAttention, "apply", lambda *args: modes.append(args[-1]) or args[0])
+    for capability, dq, warned in [((9, 0), None, False), ((9, 0), "atomic", True), ((8, 0), "atomic", False),
+                                   ((9, 0), "partials", False)]:
+        monkeypatch.setattr(attention, "_capability", lambda device: capability)
+        kwargs = {} if dq is None else {"dq": dq}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fused_attention(x, x, x, lengths, version=2, check_lengths=False, **kwargs)
+        messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
+        assert bool(messages) is warned, (capability, dq, messages)
+        assert all("lost whole rows of dQ on an H200" in m and "'two_phase'" in m for m in messages)
+    assert modes == ["two_phase", "atomic", "atomic", "partials"]
+
+
 def test_version_1_checks_lengths_by_default_and_version_2_clamps_them_on_the_gpu():
     q, k, v, do = make_inputs(2, 2, 24, 32, torch.float32, seed=5)
     too_long = torch.tensor([30, -2], device=DEVICE)           # read as [24, 0]: nothing read back

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -42,9 +43,10 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     lengths back to validate them (a host sync on GPU); pass False when they are known to be valid.
     version 1 is the first kernel (four launches per forward+backward, a 7-product backward); version 2
     (flash_attention_v2) reads nothing back by default (check_lengths=None: v1 checks, v2 clamps the
-    lengths to [0, N] on the GPU), launches three kernels per forward+backward and does 5 products.
+    lengths to [0, N] on the GPU) and, with its default dq, launches two kernels per forward+backward.
     dq: how version 2's backward sums dQ over key tiles, one of DQ_MODES (flash_attention_v2 says what
-    each does); version 1 has one way and ignores it.
+    each does; the default, "two_phase", uses no atomics; "atomic" warns on sm_90, where it lost rows);
+    version 1 has one way and ignores it.
     """
     if version not in VERSIONS:
         raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
@@ -87,6 +89,7 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             raise ValueError(f"{problem}; this GPU has {major}.{minor}: use "
                              f"{'float16' if q.dtype == torch.bfloat16 else 'head_dim <= 64'} or "
                              "attention_backend='sdpa'")
+        warn_if_atomic_dq_on_hopper(version, dq, _capability(q.device))
     elif q.dtype == torch.bfloat16:
         raise ValueError("bfloat16 needs a CUDA GPU: Triton's interpreter computes bfloat16 dot products "
                          "wrongly; use float16 or float32 on CPU")
@@ -110,6 +113,16 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if torch.compiler.is_compiling():
         return torch.ops.minialbert.fused_attention(q, k, v, lengths, float(sm_scale), version, blocks, dq)[0]
     return FusedAttention.apply(q, k, v, lengths, float(sm_scale), version, blocks, dq)
+
+
+def warn_if_atomic_dq_on_hopper(version: int, dq: str, capability: tuple[int, int]) -> None:
+    """Version 2's atomic dQ mode lost whole rows of dQ on an H200 (flash_attention_v2): say so on sm_90
+    (Python's warnings show it once per calling line)."""
+    if version != 2 or dq != "atomic" or capability != (9, 0):
+        return
+    warnings.warn("dq='atomic' lost whole rows of dQ on an H200 (sm_90: assets/benchmarks/"
+                  "kernel_dq_diagnostic_nvidia-h200.json); gradients may be wrong: use the default "
+                  f"dq={DEFAULT_DQ!r}", RuntimeWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------------------- the autograd glue

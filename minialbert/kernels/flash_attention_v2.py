@@ -20,12 +20,15 @@ call was time on the host, and its backward multiplied 7 tiles per tile pair whe
   (key/value in the forward; query, output and its gradient in the backward) through TMA, tensor
   descriptors the GPU copies by (tuning.hopper_tma); tuning keeps it only where it is faster.
 
-Not yet correct compiled: on an H200 its dQ loses whole rows of atomic adds at N = 1000 (d = 64 and 128,
-every launch setting tried; assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json), so version 1 stays the
-default and the model's "triton-v2" backend is for measuring only. The interpreter passes every test.
-On sm_90 Triton compiles those adds to Hopper's vectorized `red.global.add.v4.f32`. How dQ's shares meet is
-therefore a choice, backward(..., dq_mode) (DQ_MODES; fused_attention passes its `dq` through):
-- "atomic" (the default until a GPU says otherwise): atomic adds as Triton vectorizes them;
+The atomic dQ mode is not correct compiled on Hopper: on an H200 it lost whole rows of atomic adds at
+N = 1000 (d = 64 and 128, every launch setting tried; assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json).
+On sm_90 Triton compiles those adds to Hopper's vectorized `red.global.add.v4.f32`. Version 1 stays the
+default; the interpreter passes every test in every mode. How dQ's shares meet is a choice,
+backward(..., dq_mode) (DQ_MODES; fused_attention passes its `dq` through). The default, DEFAULT_DQ, is
+"two_phase", the mode with no atomics and one backward launch; "atomic" runs only when asked for by name,
+and fused_attention warns on sm_90 that it lost rows there. Which mode is right and fastest on a GPU is
+unmeasured (a lent GPU settles it).
+- "atomic": atomic adds as Triton vectorizes them;
 - "scalar": the same adds, but the accumulator's column offsets are multiplied by a run-time step (1) that
   the compiler may not specialize, so it cannot prove them contiguous and emits scalar `red.global.add.f32`;
 - "partials": no atomics, deterministic. Each key tile stores its share for each query tile into its own
@@ -56,7 +59,7 @@ LOG2E = 1.4426950408889634              # exp(x) = exp2(x * log2(e))
 FIXED_BLOCK, FIXED_WARPS, FIXED_STAGES = 32, 8, 2      # as version 1: fixed tiles (interpreter, float32)
 SCALE_BLOCK = 1024                      # elements per program of the dQ scaling (and summing) kernel
 DQ_MODES = ("atomic", "scalar", "partials", "two_phase")    # how dQ is summed over key tiles (docstring)
-DEFAULT_DQ = "atomic"                   # changes only when a GPU shows another mode right (and not slower)
+DEFAULT_DQ = "two_phase"                # no atomics: "atomic" lost dQ rows on an H200 (docstring)
 
 
 @triton.jit
