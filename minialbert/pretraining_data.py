@@ -1,12 +1,18 @@
 """ALBERT's pretraining examples: sentence-order (SOP) and next-sentence (NSP) pairs, masked.
 
 Reading order (after masking.py, which masks one sequence with `ngram_mask`): cutting documents
-into segments (`sentence_order_pairs`, `next_sentence_pairs`, `single_segments`, which share one
-chunking loop; `length_balanced` against a length shortcut), building and caching a whole dataset
+into segments (`sentence_order_pairs` and `next_sentence_pairs`, exactly as google-research/albert's
+create_pretraining_data.py cuts them; `single_segments` for MLM alone; the course's earlier cut, a named
+variant; `length_balanced` against a length shortcut), building and caching a whole dataset
 (`build_examples`, stored as pretraining_dataset.py's `PretrainingDataset`; the course's own sets are
-corpus/course_data.py's), and batching it (`collate`, `make_dataloader`). The recipe follows the
-paper and google-research/albert's create_pretraining_data.py; every random choice comes from one
-seeded `random.Random`.
+corpus/course_data.py's), and batching it (`collate`, `make_dataloader`). Every random choice comes from
+one seeded `random.Random`: for the same generator the pairs are the official script's, in its order
+(it masks each pair with the same generator as it goes; we mask afterwards, from our own draws).
+
+Where the official SOP differs from the paper's description ("two consecutive segments, swapped"): a
+chunk that closes with one sentence (a long sentence, or a document's last) gets B from a random other
+document, labelled 1 (not in order), as NSP's negatives are; and the target length is drawn once per
+document, so a document's chunks all aim at one length.
 """
 
 from __future__ import annotations
@@ -114,13 +120,82 @@ def _chunked(documents: Sequence[Sequence[Sequence[int]]], max_tokens: int, rng:
     return examples
 
 
+def _document_pairs(documents: Sequence[Sequence[Sequence[int]]], d: int, max_tokens: int,
+                    rng: random.Random, short_seq_prob: float, random_next: bool) -> list[Segments]:
+    """The official create_instances_from_document (google-research/albert), masking off, for document d.
+
+    The target length is drawn once per document (max_tokens, or short_seq_prob of the time a random
+    shorter one). Whole sentences gather into a chunk until it reaches the target or the document ends;
+    A is the chunk's first a_end sentences (a random cut where the chunk holds two or more). B is then
+    - text from a random other document, label 1, when the chunk holds one sentence (in SOP mode too),
+      or, with random_next (NSP), half the time: sentences from a random start until B reaches the
+      target minus A's length; the chunk's unused sentences are put back;
+    - otherwise the rest of the chunk: without random_next (SOP) swapped with A half the time (label 1),
+      else in order (label 0).
+    Both are cut to max_tokens by truncate_seq_pair. The order of the random draws is the official one.
+    """
+    doc = documents[d]
+    target = max_tokens
+    if rng.random() < short_seq_prob:
+        target = rng.randint(2, max_tokens)
+    examples: list[Segments] = []
+    chunk: list[Sequence[int]] = []
+    chunk_tokens = 0
+    i = 0
+    while i < len(doc):
+        chunk.append(doc[i])
+        chunk_tokens += len(doc[i])
+        if i == len(doc) - 1 or chunk_tokens >= target:
+            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+            a = _flat(chunk[:a_end])
+            if len(chunk) == 1 or (random_next and rng.random() < 0.5):
+                label = 1
+                for _ in range(10):                     # any document but this one, almost surely
+                    other = rng.randint(0, len(documents) - 1)
+                    if other != d:
+                        break
+                b: list[int] = []
+                for sentence in documents[other][rng.randint(0, len(documents[other]) - 1):]:
+                    b.extend(sentence)
+                    if len(b) >= target - len(a):
+                        break
+                i -= len(chunk) - a_end                 # put the unused sentences back
+            elif not random_next and rng.random() < 0.5:
+                label, a, b = 1, _flat(chunk[a_end:]), a            # SOP: swapped
+            else:
+                label, b = 0, _flat(chunk[a_end:])
+            truncate_seq_pair(a, b, max_tokens, rng)
+            examples.append(Segments(a, b, label, d))
+            chunk, chunk_tokens = [], 0
+        i += 1
+    return examples
+
+
 def sentence_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
                          rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
-    """SOP: two consecutive runs of whole sentences of one document, swapped half the time (label 1).
+    """SOP as the official code builds it: two consecutive runs of whole sentences of one document,
+    swapped half the time (label 1), and a random other document's text as B (label 1) where a chunk
+    holds one sentence (`_document_pairs`). Label 1 therefore means "not A then B"."""
+    return [pair for d in range(len(documents))
+            for pair in _document_pairs(documents, d, max_seq_len - 3, rng, short_seq_prob, False)]
 
-    A chunk of at least two sentences (`_chunked`) is cut at a random sentence boundary into A and B.
-    A document's last lone sentence (nothing to pair it with) is dropped.
-    """
+
+def next_sentence_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
+                        rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
+    """NSP (BERT) as the official code builds it: A as in SOP; half the time (and always where a chunk
+    holds one sentence) B is text from a random other document (label 1), else the rest of the chunk."""
+    if len(documents) < 2:
+        raise ValueError(f"NSP needs at least 2 documents to draw random next segments, got {len(documents)}")
+    return [pair for d in range(len(documents))
+            for pair in _document_pairs(documents, d, max_seq_len - 3, rng, short_seq_prob, True)]
+
+
+def two_sentence_chunk_sop_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
+                         rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
+    """The course's earlier SOP (segmenting "two-sentence-chunks", the shipped 32-token zoo's): a chunk of
+    at least two sentences (`_chunked`: a target drawn per chunk) is cut at a random sentence boundary into
+    A and B, swapped half the time (label 1), both cut to the target. No random-document negatives; a
+    document's last lone sentence is dropped."""
     def swapped_or_not(chunk: list[Sequence[int]], target: int, d: int) -> tuple[Segments, int]:
         a_end = rng.randint(1, len(chunk) - 1)
         a, b = _flat(chunk[:a_end]), _flat(chunk[a_end:])
@@ -133,14 +208,11 @@ def sentence_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_l
     return _chunked(documents, max_seq_len - 3, rng, short_seq_prob, 2, swapped_or_not)  # CLS A SEP B SEP
 
 
-def next_sentence_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
+def two_sentence_chunk_nsp_pairs(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: int,
                         rng: random.Random, short_seq_prob: float = SHORT_SEQ_PROB) -> list[Segments]:
-    """NSP (BERT): A as in SOP; half the time B is text from a different document (label 1).
-
-    The chunking is SOP's, so the two tasks differ only in their negatives. A random B starts
-    at a random sentence of another document; the chunk's unused sentences are put back, as
-    in the official code, so no text is wasted.
-    """
+    """The course's earlier NSP (segmenting "two-sentence-chunks"): A as in two_sentence_chunk_sop_pairs;
+    half the time B is text from a different document (label 1), starting at a random sentence; the
+    chunk's unused sentences are put back."""
     if len(documents) < 2:
         raise ValueError(f"NSP needs at least 2 documents to draw random next segments, got {len(documents)}")
 
@@ -175,7 +247,22 @@ def single_segments(documents: Sequence[Sequence[Sequence[int]]], max_seq_len: i
     return _chunked(documents, max_seq_len - 2, rng, short_seq_prob, 1, whole_chunk)      # [CLS] A [SEP]
 
 
-SEGMENTERS = {"mlm": single_segments, "nsp": next_sentence_pairs, "sop": sentence_order_pairs}
+# How documents are cut into examples, by name. "official" is google-research/albert's
+# create_instances_from_document; "two-sentence-chunks" the course's earlier cut, which the shipped
+# 32-token zoo entries were built with (zoo_entries.py names it per entry). MLM-only examples have no
+# official counterpart (the official script always builds pairs): both use single_segments.
+OFFICIAL = "official"
+TWO_SENTENCE_CHUNKS = "two-sentence-chunks"
+SEGMENTINGS = {
+    OFFICIAL: {"mlm": single_segments, "nsp": next_sentence_pairs, "sop": sentence_order_pairs},
+    TWO_SENTENCE_CHUNKS: {"mlm": single_segments, "nsp": two_sentence_chunk_nsp_pairs,
+                          "sop": two_sentence_chunk_sop_pairs},
+}
+
+
+def check_segmenting(segmenting: str) -> None:
+    if segmenting not in SEGMENTINGS:
+        raise ValueError(f"unknown segmenting {segmenting!r}; choose one of {', '.join(SEGMENTINGS)}")
 
 
 def length_balanced(lengths: Sequence[Sequence[int]], labels: Sequence[int],
@@ -209,12 +296,14 @@ def length_balanced(lengths: Sequence[Sequence[int]], labels: Sequence[int],
 def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], vocab: MaskingVocab,
                                   objective: str, max_seq_len: int, seed: int, dupe_factor: int = 1,
                                   short_seq_prob: float = SHORT_SEQ_PROB, mask_rate: float = MASK_RATE,
-                                  balance_lengths: bool = False) -> PretrainingDataset:
+                                  balance_lengths: bool = False, segmenting: str = OFFICIAL) -> PretrainingDataset:
     """Segment, add specials and mask token-id documents; dupe_factor passes give new cuts and masks.
 
     balance_lengths keeps, in every pass, only the `length_balanced` pairs (nsp and sop only).
+    segmenting names how documents are cut (SEGMENTINGS; the official code's by default).
     """
     check_objective(objective)
+    check_segmenting(segmenting)
     if balance_lengths and objective == "mlm":
         raise ValueError("balance_lengths balances the labels of pairs; objective 'mlm' has no pairs")
     if max_seq_len < 5:
@@ -228,7 +317,7 @@ def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], 
     offsets, sentence_labels, document_ids = array("q", [0]), array("q"), array("i")
     with _collector_paused():
         for _ in range(dupe_factor):
-            segments = SEGMENTERS[objective](documents, max_seq_len, rng, short_seq_prob)
+            segments = SEGMENTINGS[segmenting][objective](documents, max_seq_len, rng, short_seq_prob)
             if balance_lengths:
                 kept = length_balanced([(len(s.a), len(s.b)) for s in segments], [s.label for s in segments],
                                        rng)
@@ -273,7 +362,7 @@ def _tensor(values: array) -> torch.Tensor:
 def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objective: str, max_seq_len: int,
                    seed: int, dupe_factor: int = 1, cache: bool = True, mask_rate: float = MASK_RATE,
                    balance_lengths: bool = False, digest: str | None = None, shards: int = 0,
-                   workers: int | None = None) -> PretrainingDataset:
+                   workers: int | None = None, segmenting: str = OFFICIAL) -> PretrainingDataset:
     """Documents -> masked pretraining examples, cached under cache_dir()/pretraining.
 
     The cache key (examples_key) hashes the tokenizer model, the documents and every setting, so a
@@ -288,10 +377,11 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
     its work under `if __name__ == "__main__":`, as multiprocessing asks.
     """
     check_objective(objective)
+    check_segmenting(segmenting)
     path = None
     if cache:
         key = examples_key(digest or documents_digest(documents), tokenizer, objective, max_seq_len, seed,
-                           dupe_factor, mask_rate, balance_lengths, shards)
+                           dupe_factor, mask_rate, balance_lengths, shards, segmenting)
         name = f"{objective}-balanced" if balance_lengths else objective
         path = cache_dir() / "pretraining" / f"{name}-{key[:24]}.safetensors"
         if path.exists():
@@ -305,7 +395,7 @@ def build_examples(documents: Sequence[Document], tokenizer: Tokenizer, objectiv
             except ValueError as e:
                 warnings.warn(f"{e}; rebuilding it", stacklevel=2)
     settings = dict(objective=objective, max_seq_len=max_seq_len, dupe_factor=dupe_factor,
-                    mask_rate=mask_rate, balance_lengths=balance_lengths)
+                    mask_rate=mask_rate, balance_lengths=balance_lengths, segmenting=segmenting)
     if shards:
         dataset = _build_shards(documents, tokenizer, seed, shards, workers, settings)
     else:
@@ -363,7 +453,8 @@ def documents_digest(documents: Sequence[Document]) -> str:
 
 
 def examples_key(digest: str, tokenizer: Tokenizer, objective: str, max_seq_len: int, seed: int,
-                 dupe_factor: int, mask_rate: float, balance_lengths: bool, shards: int = 0) -> str:
+                 dupe_factor: int, mask_rate: float, balance_lengths: bool, shards: int = 0,
+                 segmenting: str = OFFICIAL) -> str:
     """What decides a pretraining set's examples: the documents (their digest), the tokenizer and every
     setting, hashed; the same key always builds the same examples."""
     settings = {"format": FORMAT_VERSION, "objective": objective, "max_seq_len": max_seq_len, "seed": seed,
@@ -373,6 +464,8 @@ def examples_key(digest: str, tokenizer: Tokenizer, objective: str, max_seq_len:
         settings["balance_lengths"] = True
     if shards:                                  # likewise: the one-stream sets keep their keys
         settings["shards"] = shards
+    if objective != "mlm" and segmenting != TWO_SENTENCE_CHUNKS:   # likewise: the pairs the shipped zoo
+        settings["segmenting"] = segmenting                        # was built on keep their keys
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     key.update(hashlib.sha256(tokenizer.model_proto).digest())
     return key.hexdigest()

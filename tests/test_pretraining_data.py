@@ -16,6 +16,8 @@ from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import (
     COURSE_SEED,
     FORMAT_VERSION,
+    OFFICIAL,
+    TWO_SENTENCE_CHUNKS,
     PretrainingDataset,
     build_examples,
     collate,
@@ -136,18 +138,27 @@ def test_masking_rejects_ids_outside_the_vocabulary():
 
 # --------------------------------------------------------------------------- segments
 
-def test_sop_label_1_means_swapped_and_unswapping_restores_document_order():
+def test_sop_label_1_means_swapped_or_from_another_document_as_the_official_code_cuts():
+    """Label 0: A then B of one document. Label 1: swapped, or (a chunk of one sentence) B from another
+    document, as the official code does in SOP mode too; the earlier cut has only swaps."""
     docs = unique_id_documents()
     doc_of = document_of(docs)
-    ds = examples_from_token_documents(docs, VOCAB, "sop", max_seq_len=40, seed=1, dupe_factor=3)
-    labels = ds.sentence_labels.tolist()
-    assert 0.35 < sum(labels) / len(labels) < 0.65
-    for example, label in zip(ds, labels):
-        a, b = segments(example)
-        first, second = (b, a) if label == 1 else (a, b)
-        assert is_run(first) and is_run(second)                   # contiguous text (ends may be trimmed)
-        assert {doc_of[t] for t in a + b} == {doc_of[a[0]]}       # one document
-        assert first[-1] < second[0]                              # first really comes first
+    for segmenting, other_share in ((OFFICIAL, (0.01, 0.5)), (TWO_SENTENCE_CHUNKS, (0.0, 0.0))):
+        ds = examples_from_token_documents(docs, VOCAB, "sop", max_seq_len=40, seed=1, dupe_factor=3,
+                                           segmenting=segmenting)
+        labels = ds.sentence_labels.tolist()
+        assert 0.35 < sum(labels) / len(labels) < 0.65
+        from_other = 0
+        for example, label in zip(ds, labels):
+            a, b = segments(example)
+            assert is_run(a) and is_run(b)                        # contiguous text (ends may be trimmed)
+            if {doc_of[t] for t in a + b} != {doc_of[a[0]]}:      # B from another document
+                assert label == 1 and {doc_of[t] for t in b} != {doc_of[a[0]]}
+                from_other += 1
+                continue
+            first, second = (b, a) if label == 1 else (a, b)
+            assert first[-1] < second[0]                          # first really comes first
+        assert other_share[0] <= from_other / len(labels) <= other_share[1], segmenting
 
 
 def cell_counts(ds):
@@ -173,9 +184,11 @@ def test_length_balanced_sop_pairs_leave_the_lengths_no_cue():
     assert torch.equal(balanced.input_ids, build().input_ids)            # seeded
     for example in balanced:                                             # still sentence-order pairs
         a, b = segments(example)
+        if len({doc_of[t] for t in a + b}) > 1:                          # B from another document
+            assert int(example["sentence_label"]) == 1
+            continue
         first, second = (b, a) if int(example["sentence_label"]) else (a, b)
         assert is_run(first) and is_run(second) and first[-1] < second[0]
-        assert len({doc_of[t] for t in a + b}) == 1
 
 
 def test_length_balanced_keeps_equal_labels_per_cell_and_checks_its_input():
@@ -240,23 +253,28 @@ def test_same_seed_same_examples_other_seed_other_examples():
 # The examples' bytes, recorded when the recipe was last changed on purpose. Every zoo key names its data
 # by the recipe, not by these bytes, so a speed-up that changed one byte would silently retrain nothing and
 # train on other data: these must only change with FORMAT_VERSION.
-RECIPE_SHA256 = {
-    ("sop", False): (334, "99caeea1463bd9138f45d57aaba31e2b8462f474440f5184d088f5824b97dcc5"),
-    ("nsp", False): (449, "90e64a5914e5ff334919c93e9ffcd3415b8e58429d2116e1c3914130ab5b359f"),
-    ("sop", True): (98, "0f9c096214836157d0ddc417b97427984f7cc7289c14c14bb35ebee1a970dabc"),
-    ("mlm", False): (415, "06b575cb2a661d0fbf85947c4c00c38946e46c02a0f375640ff7123f0c65d00d"),
+RECIPE_SHA256 = {      # (objective, balance_lengths, segmenting): (examples, checksum)
+    ("sop", False, TWO_SENTENCE_CHUNKS): (334, "99caeea1463bd9138f45d57aaba31e2b8462f474440f5184d088f5824b97dcc5"),
+    ("nsp", False, TWO_SENTENCE_CHUNKS): (449, "90e64a5914e5ff334919c93e9ffcd3415b8e58429d2116e1c3914130ab5b359f"),
+    ("sop", True, TWO_SENTENCE_CHUNKS): (98, "0f9c096214836157d0ddc417b97427984f7cc7289c14c14bb35ebee1a970dabc"),
+    ("mlm", False, TWO_SENTENCE_CHUNKS): (415, "06b575cb2a661d0fbf85947c4c00c38946e46c02a0f375640ff7123f0c65d00d"),
+    ("sop", False, OFFICIAL): (425, "afbee724bcf06cea7102f4743c2a69770e8be0028d5778170d8a81b1c097ae54"),
+    ("nsp", False, OFFICIAL): (567, "18345c6d761f853bd4879ae027d184cff966be644e363c5732fc6a067f3d1ec4"),
+    ("sop", True, OFFICIAL): (138, "0e3754d7469d75bee7bf44fbc6149ffeb17112ad51dccabc5d1300ba13337bb5"),
+    ("mlm", False, OFFICIAL): (415, "06b575cb2a661d0fbf85947c4c00c38946e46c02a0f375640ff7123f0c65d00d"),
 }
 
 
-@pytest.mark.parametrize(("objective", "balance_lengths"), list(RECIPE_SHA256))
-def test_the_recipe_gives_the_recorded_bytes(objective, balance_lengths):
+@pytest.mark.parametrize(("objective", "balance_lengths", "segmenting"), list(RECIPE_SHA256))
+def test_the_recipe_gives_the_recorded_bytes(objective, balance_lengths, segmenting):
+    """The earlier cut's bytes are those the shipped zoo was built from: unchanged by the official one."""
     rng = random.Random(7)
     docs = [[[rng.randrange(5, V) for _ in range(rng.randint(1, 40))] for _ in range(rng.randint(1, 12))]
             for _ in range(60)]
     ds = examples_from_token_documents(docs, VOCAB, objective, 64, COURSE_SEED, dupe_factor=3,
-                                       balance_lengths=balance_lengths)
+                                       balance_lengths=balance_lengths, segmenting=segmenting)
     assert FORMAT_VERSION == 3, "the recipe changed: record its new bytes here"
-    assert (len(ds), ds.checksum()) == RECIPE_SHA256[objective, balance_lengths]
+    assert (len(ds), ds.checksum()) == RECIPE_SHA256[objective, balance_lengths, segmenting]
 
 
 def test_bad_settings_give_clear_errors():

@@ -100,7 +100,7 @@ def entry_key(e: Entry, scale: Scale) -> str:
     """<name>-<key>: the entry's name and a hash of everything that decides its weights."""
     args = {k: v for k, v in dataclasses.asdict(entry_args(e, scale)).items() if k not in NOT_IN_KEY}
     settings = {"config": entry_config(e, scale).to_dict(), "args": args, "recipe": RECIPE_VERSION,
-                "data": pretraining_data_key(e.objective, "train", scale, e.balanced)}
+                "data": pretraining_data_key(e.objective, "train", scale, e.balanced, e.segmenting)}
     return f"{e.name}-{hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]}"
 
 
@@ -235,8 +235,8 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
            callbacks: Iterable[Callable[[dict], None]] = (), device: str | None = None,
            compile: bool | str = False) -> None:
     args = entry_args(e, scale)
-    train = course_pretraining_data(e.objective, "train", scale, e.balanced)
-    valid = course_pretraining_data(e.objective, "valid", scale, e.balanced)
+    train = course_pretraining_data(e.objective, "train", scale, e.balanced, segmenting=e.segmenting)
+    valid = course_pretraining_data(e.objective, "valid", scale, e.balanced, segmenting=e.segmenting)
     with run_lock(run_dir):          # a second build of this entry stops here, naming the first's PID
         ckpt = recover_run(run_dir)  # damaged checkpoints set aside (reported); verified ones kept
     done = read_json(ckpt / "trainer_state.json")["step"] if ckpt else 0

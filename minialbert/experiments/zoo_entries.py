@@ -7,7 +7,9 @@ learning rate, optimizer, or length-balanced pairs). zoo.py builds, keys, loads 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from ..pretraining_data import OFFICIAL, TWO_SENTENCE_CHUNKS
 
 
 @dataclass(frozen=True)
@@ -25,9 +27,12 @@ class Entry:
     warmup_factor: float = 1.0        # the scale's warmup steps times this (at most the entry's steps)
     optimizer: str | None = None      # lamb | adamw (None: the scale's)
     threads: int | None = None        # torch threads of its build (None: the scale's zoo_threads)
+    segmenting: str = OFFICIAL        # how its pairs are cut (pretraining_data.SEGMENTINGS)
 
 
-ENTRIES: dict[str, Entry] = {e.name: e for e in (
+# The entries shipped before the official segmenting (2026-12) were trained on the course's earlier cut,
+# "two-sentence-chunks"; each names it, so its key, and so its shipped weights, stay what they were.
+EARLIER_ENTRIES = (
     Entry("albert-sop", "sop", "ALBERT as the paper trains it: MLM + sentence-order prediction"),
     Entry("albert-nsp", "nsp", "ALBERT with BERT's next-sentence prediction instead of SOP"),
     Entry("albert-mlm", "mlm", "ALBERT with MLM alone, no sentence objective"),
@@ -79,4 +84,5 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
                                           "(factorized), all layers shared, LAMB, MLM + SOP",
           changes=(("hidden_size", 128), ("embedding_size", 64), ("intermediate_size", 512)),
           optimizer="lamb", lr_factor=5 / 3, warmup_factor=2, threads=2),
-)}
+)
+ENTRIES: dict[str, Entry] = {e.name: replace(e, segmenting=TWO_SENTENCE_CHUNKS) for e in EARLIER_ENTRIES}
