@@ -1,13 +1,22 @@
 """The verdict helper: each rule on constructed numbers, its edge cases and its errors."""
 
 import math
+import random
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from minialbert.course.verdict import LABELS, Verdict, arm_over_seeds, t_quantile, verdict
+from minialbert.course.verdict import (
+    LABELS,
+    UNTESTABLE,
+    Verdict,
+    arm_over_seeds,
+    paired_difference,
+    t_quantile,
+    verdict,
+)
 
 
 def arm(name, value, ci95, seeds=None):
@@ -275,3 +284,216 @@ def test_the_label_check_passes_what_the_rule_prints():
     for paper in (0.865, 0.52):
         line = verdict("reproduced", sop, paper=paper, margin=0.033, chance=0.5, condition="c", percent=True)
         assert label_problem(f"claim: {line.short()}") is None
+
+
+# ------------------------------------------------------------ the paired difference, by document
+def simulate(shift, seeds=3, documents=300, per_document=20, shared=0.9, stream=1):
+    """Two arms on the same examples: each document has a difficulty both arms share; B is right with
+    probability p_doc, A with p_doc + shift, from the same uniform draw for 90% of examples (strongly
+    correlated outcomes). One 0/1 vector per seed and arm, and each example's document."""
+    rng = random.Random(stream)
+    difficulty = [rng.uniform(0.2, 0.8) for _ in range(documents)]
+    docs = [d for d in range(documents) for _ in range(per_document)]
+    a, b = [], []
+    for _ in range(seeds):
+        u = [rng.random() for _ in docs]
+        w = [x if rng.random() < shared else rng.random() for x in u]
+        b.append([int(x < difficulty[d]) for x, d in zip(u, docs)])
+        a.append([int(x < difficulty[d] + shift) for x, d in zip(w, docs)])
+    return a, b, docs
+
+
+def arm_of(name, runs, docs):
+    """An arm from its seeds, each seed's interval its own document bootstrap (mean of A - 0)."""
+    measured = []
+    for run in runs:
+        own = paired_difference(run, [0] * len(run), docs, resamples=1000)
+        measured.append({"accuracy": own["value"], "ci95": own["ci95"]})
+    return arm_over_seeds(name, measured)
+
+
+def test_a_paired_interval_separates_what_two_overlapping_intervals_cannot():
+    a, b, docs = simulate(shift=0.03)
+    big, small = arm_of("big", a, docs), arm_of("small", b, docs)
+    unpaired = verdict("beats", big, small)
+    assert unpaired.label == "not separated" and "overlaps" in unpaired.reason   # the shared noise hides it
+    assert "exceeds the largest seed spread" in unpaired.reason
+    diff = paired_difference(a, b, docs)
+    assert diff["documents"] == 300 and diff["examples"] == 6000
+    assert diff["value"] == pytest.approx(big["value"] - small["value"])
+    assert 0 < diff["ci95"][0] < 0.03 < diff["ci95"][1] < 0.06               # the shift, and nothing else
+    paired = verdict("beats", big, small, difference=diff["ci95"], percent=True)
+    assert paired.label == "big beats small"
+    assert re.search(r"big - small = \+3\.\d+ points, paired 95% interval \[\+[\d.]+ points, "
+                     r"\+[\d.]+ points\] lies above 0; \+3\.\d+ points exceeds the largest seed spread, "
+                     r"\w+'s [\d.]+ points$", paired.reason), paired.reason
+    assert "paired 95% interval of big - small lies wholly above 0" in paired.rule
+    mirrored = verdict("beats", small, big, difference=[-diff["ci95"][1], -diff["ci95"][0]])
+    assert mirrored.label == "big beats small" and "big - small = +0.03" in mirrored.reason
+    # no shift: the same shared noise, and the paired rule finds nothing
+    a0, b0, docs0 = simulate(shift=0.0)
+    same = paired_difference(a0, b0, docs0)
+    assert same["ci95"][0] < 0 < same["ci95"][1]
+    null = verdict("beats", arm_of("big", a0, docs0), arm_of("small", b0, docs0), difference=same["ci95"])
+    assert null.label == "not separated" and "includes 0" in null.reason
+
+
+def test_the_paired_rule_still_needs_the_gap_beyond_the_seed_spread():
+    noisy = {**SOP, "seeds": [0.07, 0.09, 0.11]}                     # gap 0.032 within sop's spread 0.04
+    inside = verdict("beats", noisy, MLM, difference=[0.02, 0.045])
+    assert inside.label == "not separated"
+    assert "lies above 0; +0.032 is within the largest seed spread, sop's 0.04" in inside.reason
+    # the paired interval decides, not the arms' own intervals (these two overlap)
+    wide = {**MLM, "ci95": [0.06, 0.11]}
+    assert verdict("beats", SOP, wide).label == "not separated"
+    assert verdict("beats", SOP, wide, difference=[0.02, 0.045]).label == "sop beats mlm"
+    assert verdict("beats", SOP, MLM, difference=[-0.001, 0.045]).label == "not separated"
+    # arms whose values contradict the paired interval are not a finding
+    contradicted = verdict("beats", SOP, MLM, difference=[-0.05, -0.01])
+    assert contradicted.label == "not separated" and "mlm - sop = -0.032" in contradicted.reason
+    one = verdict("beats", {**SOP, "seeds": [0.105]}, MLM, difference=[0.02, 0.045])
+    assert one.label == "hint: sop ahead" and "paired 95% interval [+0.02, +0.045] lies above 0" in one.reason
+    assert one.reason.endswith("so the seed spread is unknown: at most a hint, never a finding")
+
+
+def test_the_paired_rule_with_lower_better():
+    seeds = ({**SMOOTH, "seeds": [0.35, 0.45]}, {**JAGGED, "seeds": [1.5, 1.7]})
+    found = verdict("beats", *seeds, difference=[-1.4, -1.0], better="lower")
+    assert found.label == "albert beats bert"
+    assert "albert - bert = -1.2, paired 95% interval [-1.4, -1] lies below 0" in found.reason
+    assert "(lower is better) if the paired 95% interval of albert - bert lies wholly below 0" in found.rule
+    assert verdict("beats", *seeds[::-1], difference=[1.0, 1.4], better="lower").label == "albert beats bert"
+    assert verdict("beats", *seeds, difference=[-1.4, 0.1], better="lower").label == "not separated"
+    assert verdict("beats", *seeds, difference=[-1.4, -1.0]).label == "bert beats albert"   # higher is better
+
+
+def test_paired_difference_is_deterministic_and_holds_its_value():
+    a, b, docs = simulate(shift=0.02, seeds=1, documents=40)
+    first = paired_difference(a[0], b[0], docs, seed=7)
+    assert first == paired_difference(a[0], b[0], docs, seed=7)
+    assert first["ci95"] != paired_difference(a[0], b[0], docs, seed=8)["ci95"]
+    assert first["ci95"][0] < first["value"] < first["ci95"][1]
+    assert first["value"] == pytest.approx(sum(a[0]) / len(a[0]) - sum(b[0]) / len(b[0]))
+    booleans = paired_difference([bool(x) for x in a[0]], [bool(x) for x in b[0]], docs, seed=7)
+    assert booleans == first                                           # True/False count as 1/0
+    assert paired_difference(a[0], a[0], docs)["ci95"] == [0.0, 0.0]
+
+
+def test_paired_difference_resamples_documents_not_examples():
+    """Each document's examples are identical copies: copying every example again adds no information, so
+    a document bootstrap's interval stays put, where an example-level one narrows by about sqrt(2)."""
+    rng = random.Random(3)
+    a, b, docs = [], [], []
+    for d in range(60):
+        x, y = int(rng.random() < 0.6), int(rng.random() < 0.5)
+        for _ in range(rng.randint(2, 8)):
+            a.append(x)
+            b.append(y)
+            docs.append(d)
+    twice = (a + a, b + b, docs + docs)
+    by_document = paired_difference(a, b, docs)
+    copied = paired_difference(*twice)
+    assert copied["ci95"] == pytest.approx(by_document["ci95"], rel=1e-12, abs=1e-12)
+    assert copied["value"] == pytest.approx(by_document["value"]) and copied["documents"] == 60
+    assert copied["examples"] == 2 * by_document["examples"]
+
+    def width(found):
+        return found["ci95"][1] - found["ci95"][0]
+
+    by_example = paired_difference(a, b, range(len(a)))                # each example its own document
+    copied_examples = paired_difference(a + a, b + b, range(2 * len(a)))
+    assert width(copied_examples) < 0.8 * width(by_example)
+    assert width(by_example) < 0.8 * width(by_document)                # the copies look like evidence
+
+
+def test_several_seeds_are_averaged_per_example():
+    a, b, docs = simulate(shift=0.02, seeds=3, documents=30)
+    mean_a = [sum(column) / 3 for column in zip(*a)]
+    seeds_form = paired_difference(a, b[:2], docs, seed=5)                # 3 seeds of A, 2 of B
+    vector_form = paired_difference(mean_a, [(x + y) / 2 for x, y in zip(*b[:2])], docs, seed=5)
+    assert seeds_form["value"] == pytest.approx(vector_form["value"])
+    assert seeds_form["ci95"] == pytest.approx(vector_form["ci95"])
+    assert seeds_form["examples"] == len(docs) and seeds_form["documents"] == 30
+    assert paired_difference([a[0]], [b[0]], docs) == paired_difference(a[0], b[0], docs)   # one seed
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: paired_difference([1, 0, 1], [1, 0], ["d1", "d2", "d2"]),
+     r"a_correct, b_correct and documents must cover the same examples, got 3, 2 and 3"),
+    (lambda: paired_difference([1, 0], [1, 0], ["d1"]), "must cover the same examples, got 2, 2 and 1"),
+    (lambda: paired_difference([], [], []), "a_correct is empty"),
+    (lambda: paired_difference([1], [], ["d"]), "b_correct is empty"),
+    (lambda: paired_difference([[], []], [1], ["d"]), "a_correct is empty"),
+    (lambda: paired_difference([1, 0], [1, 0], []), "documents is empty"),
+    (lambda: paired_difference([1, 0, 1], [0, 0, 1], ["d", "d", "d"]), "needs at least 2 documents, got 1"),
+    (lambda: paired_difference([[1, 0], [1]], [1, 0], ["d1", "d2"]),
+     r"a_correct's seeds must each have one outcome per example, got lengths \[1, 2\]"),
+    (lambda: paired_difference([1, "x"], [1, 0], ["d1", "d2"]), "a_correct must hold finite numbers.*'x' at "
+                                                                   "example 1"),
+    (lambda: paired_difference([1, 0], [1, math.nan], ["d1", "d2"]), "b_correct must hold finite numbers"),
+    (lambda: paired_difference([1, 0], [1, 0], [["d1"], ["d2"]]), "a document id must be hashable"),
+    (lambda: paired_difference([1, 0], [1, 0], "ab"), "documents must give each example's document id"),
+    (lambda: paired_difference(0.5, [1, 0], ["d1", "d2"]), "a_correct must be one outcome per example"),
+    (lambda: paired_difference([1, 0], [1, 0], ["d1", "d2"], resamples=0), "resamples must be a whole"),
+    (lambda: verdict("beats", SOP, MLM, difference=[0.02]), r"difference must be a 95% interval \[lower, "),
+    (lambda: verdict("beats", SOP, MLM, difference=[0.04, 0.02]), "difference has its lower bound 0.04"),
+    (lambda: verdict("beats", SOP, MLM, requires={"x": None}), "precondition 'x' must be True or False"),
+    (lambda: verdict("beats", SOP, MLM, requires={"x": 0.9}), "precondition 'x' must be True or False"),
+    (lambda: verdict("beats", SOP, MLM, requires={" ": True}), "a precondition needs a description"),
+    (lambda: verdict("beats", SOP, MLM, requires=["x"]), "requires must map each precondition"),
+    (lambda: verdict("beats", SOP, MLM, requires="x"), "requires must map each precondition"),
+    (lambda: verdict("beats", SOP, requires={"x": False}), "beats compares two arms: pass B"),   # checked
+])
+def test_bad_paired_or_precondition_input_is_refused_on_one_line(call, message):
+    with pytest.raises(ValueError, match=message) as raised:
+        call()
+    assert "\n" not in str(raised.value)
+
+
+# --------------------------------------------------------------------------- untestable here
+LEARNED = "an arm learned sentence order (the SOP arm above 60% on SOP)"
+SOP_ON_NSP = "the SOP arm learned SOP (above 60% on SOP)"
+
+
+def test_at_chance_is_untestable_when_no_arm_learned_sentence_order():
+    """'An NSP-trained model is at chance on SOP': chance proves nothing if nothing learned the task."""
+    nsp_on_sop = arm("nsp", 0.51, [0.49, 0.53])
+    far = arm("nsp", 0.8, [0.78, 0.82])                         # would be "not reproduced"
+    claim = dict(claim=0.5, direction="at", margin=0.05, condition=CONDITION)
+    assert verdict("reproduced", nsp_on_sop, **claim).label == "reproduced"
+    untestable = verdict("reproduced", nsp_on_sop, **claim, requires={LEARNED: False})
+    assert untestable.label == UNTESTABLE == "untestable here" and UNTESTABLE in LABELS
+    assert untestable.reason == f"precondition not met: {LEARNED}; the numbers are not judged"
+    assert untestable.rule.endswith(f"{CONDITION}; testable only if: {LEARNED}")
+    assert verdict("reproduced", far, **claim, requires={LEARNED: False}) == untestable     # not judged
+    holds = verdict("reproduced", nsp_on_sop, **claim, requires={LEARNED: True})
+    assert holds.label == "reproduced" and holds.reason == verdict("reproduced", nsp_on_sop, **claim).reason
+    assert verdict("reproduced", far, **claim, requires=[(LEARNED, True)]).label == "not reproduced"
+
+
+def test_each_rule_is_untestable_when_a_precondition_fails():
+    """'SOP solves NSP' is untestable when the SOP arm did not learn SOP; any rule, either way round."""
+    sop = {"name": "sop", "value": 0.85, "ci95": [0.84, 0.86], "seeds": [0.85]}
+    paper = dict(paper=0.865, margin=0.033, chance=0.5, condition="c")
+    calls = {
+        "beats": (lambda **kw: verdict("beats", SOP, MLM, **kw), "sop beats mlm"),
+        "beats, paired": (lambda **kw: verdict("beats", SOP, MLM, difference=[0.02, 0.04], **kw),
+                          "sop beats mlm"),
+        "non-inferior": (lambda **kw: verdict("non-inferior", SOP, MLM, margin=0.01, **kw),
+                         "sop non-inferior to mlm"),
+        "reproduced, a claim": (lambda **kw: verdict("reproduced", sop, claim=0.5, direction="above",
+                                                     condition="c", **kw), "reproduced"),
+        "reproduced, the number": (lambda **kw: verdict("reproduced", sop, **paper, **kw), "reproduced"),
+    }
+    for name, (call, ordinary) in calls.items():
+        assert call().label == ordinary, name
+        both = call(requires={"the task is learnable here": True, SOP_ON_NSP: False})
+        assert both.label == "untestable here", name
+        assert both.reason == f"precondition not met: {SOP_ON_NSP}; the numbers are not judged", name
+        assert "learnable" not in both.reason and "learnable" in both.rule, name
+        none = call(requires=[(SOP_ON_NSP, False), ("three seeds\nper arm", False)])
+        assert none.reason == (f"preconditions not met: {SOP_ON_NSP}; three seeds per arm; the numbers are "
+                               f"not judged"), name
+        held = call(requires={SOP_ON_NSP: True, "the task is learnable here": True})
+        assert held.label == ordinary and held.reason == call().reason, name
+        assert call(requires={}) == call(), name

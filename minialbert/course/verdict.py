@@ -4,6 +4,12 @@
                    either arm, and A's 95% interval lies wholly above B's. Otherwise "not separated"; the
                    mirror case is reported as B beats A. With one seed per arm the spread is unknown, so
                    a lead is at most a hint, never a finding.
+                   Paired, where `difference` is given (the 95% interval of A - B, both arms read on the same
+                   held-out examples, e.g. from `paired_difference`): A beats B when that interval lies
+                   wholly above 0 and, where both arms have more than one seed, the gap A - B still exceeds
+                   the largest seed spread; the two arms' own intervals are not compared. What both arms
+                   share (which documents are hard) cancels in A - B, so a paired interval can separate two
+                   arms whose own intervals overlap. With one seed, still at most a hint.
     non-inferior   "A costs nothing against B": one-sided non-inferiority with a stated margin, A - B's
                    lower 95% bound above -margin (the difference's own interval where given, otherwise
                    the conservative A.lower - B.upper).
@@ -20,6 +26,20 @@ where the smoother curve scores lower): then A beats B when B - A exceeds the sp
 wholly below B's, and A is non-inferior to B when the upper 95% bound of A - B is below +margin.
 reproduced takes no `better`: its direction says which side of the claim counts.
 
+Any rule can be untestable here: `requires` states its preconditions before the numbers, as descriptions
+mapped to whether each held ({"the SOP arm learned SOP (above 60% on SOP)": 0.83 > 0.6}, or (description,
+held) pairs). When one fails the verdict is "untestable here", naming the failed precondition(s), and the
+numbers are not judged. "An NSP-trained model is at chance on SOP" is untestable when no arm learned
+sentence order (chance then proves nothing: the task may be unlearnable at this scale); "SOP solves NSP" is
+untestable when the SOP arm did not learn SOP.
+
+A paired difference comes from `paired_difference`: both arms' per-example outcomes (0/1 correctness or
+any score) on the same held-out examples, in the same order, with each example's document id. It
+resamples documents with replacement (a cluster bootstrap: a drawn document brings all its examples, once
+per draw), because examples from one document are not independent; the interval is the 2.5th and 97.5th
+percentile of mean(A) - mean(B) over the resamples. An arm with several seeds passes one outcome vector
+per seed; the seeds are averaged per example first.
+
 An arm is a plain mapping, {"value": 0.162, "ci95": [0.151, 0.175], "seeds": [0.162, 0.158, 0.170]}
 ("name" optional; "seeds" needed by `beats` only), because the numbers arrive as JSON (a lesson's
 result file, a figure's numbers): it reads the same in a lesson, a JSON file and a test, with no class
@@ -34,15 +54,18 @@ in quadrature). With one seed it is that seed's interval. Standard library only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import random
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["BETTER", "DIRECTIONS", "LABELS", "RULES", "Verdict", "arm_over_seeds", "t_quantile", "verdict"]
+__all__ = ["BETTER", "DIRECTIONS", "LABELS", "RULES", "UNTESTABLE", "Verdict", "arm_over_seeds",
+           "paired_difference", "t_quantile", "verdict"]
 
 RULES = ("beats", "non-inferior", "reproduced")
 DIRECTIONS = ("above", "below", "at")
 BETTER = ("higher", "lower")
-LABELS = ("reproduced", "direction only", "not reproduced")     # what the rule reproduced can conclude
+UNTESTABLE = "untestable here"                                  # any rule, when a precondition fails
+LABELS = ("reproduced", "direction only", "not reproduced", UNTESTABLE)   # reproduced's, and any rule's
 
 
 @dataclass(frozen=True)
@@ -77,13 +100,56 @@ class _Arm:
 def verdict(rule: str, a: Mapping, b: Mapping | None = None, *, margin: float | None = None,
             difference: Sequence[float] | None = None, claim: float | None = None,
             direction: str | None = None, condition: str | None = None, percent: bool = False,
-            better: str | None = None, paper: float | None = None, chance: float | None = None) -> Verdict:
+            better: str | None = None, paper: float | None = None, chance: float | None = None,
+            requires: Mapping[str, bool] | Sequence[tuple[str, bool]] | None = None) -> Verdict:
     """The verdict of `rule` (one of RULES, see the module doc) on arm `a` (and arm `b`, for beats and
     non-inferior). margin: non-inferior's margin, or how far from the claim "at" may be; difference: the
-    95% interval of A - B where one was measured (non-inferior); paper, chance, condition: the paper's own
-    number, the level of no skill, the condition (reproduced); claim and direction: a threshold, for a claim
-    the paper states without a number (reproduced). percent: show numbers as % and gaps as points.
-    better: "higher" (the default) or "lower", which values are better (beats and non-inferior)."""
+    95% interval of A - B where one was measured on the same examples (non-inferior; beats, which then
+    uses the paired rule); paper, chance, condition: the paper's own number, the level of no skill, the
+    condition (reproduced); claim and direction: a threshold, for a claim the paper states without a number
+    (reproduced). percent: show numbers as % and gaps as points. better: "higher" (the default) or "lower",
+    which values are better (beats and non-inferior). requires: the preconditions under which the claim is
+    testable at all, each description mapped to whether it held (or (description, held) pairs); if any
+    failed, "untestable here" naming them. The call is still checked in full, but the numbers are not
+    judged."""
+    preconditions = _preconditions(requires)
+    found = _verdict(rule, a, b, margin=margin, difference=difference, claim=claim, direction=direction,
+                     condition=condition, percent=percent, better=better, paper=paper, chance=chance)
+    if not preconditions:
+        return found
+    rule_ = f"{found.rule}; testable only if: {'; '.join(preconditions)}"
+    failed = [what for what, held in preconditions.items() if not held]
+    if not failed:
+        return Verdict(found.label, rule_, found.reason)
+    return Verdict(UNTESTABLE, rule_, f"{'preconditions' if len(failed) > 1 else 'precondition'} not met: "
+                                      f"{'; '.join(failed)}; the numbers are not judged")
+
+
+def _preconditions(requires) -> dict[str, bool]:
+    """`requires` as {description: held}, checked: one-line descriptions, each held True or False."""
+    if requires is None:
+        return {}
+    if isinstance(requires, Mapping):
+        pairs = list(requires.items())
+    elif isinstance(requires, str | bytes) or not isinstance(requires, Iterable):
+        raise ValueError(f"requires must map each precondition to whether it held, got {requires!r}")
+    else:
+        pairs = list(requires)
+        if not all(isinstance(p, Sequence) and not isinstance(p, str | bytes) and len(p) == 2 for p in pairs):
+            raise ValueError(f"requires must map each precondition to whether it held, or be (description, "
+                             f"held) pairs, got {requires!r}")
+    out = {}
+    for what, held in pairs:
+        if not isinstance(what, str) or not what.strip():
+            raise ValueError(f"a precondition needs a description (what must hold), got {what!r}")
+        if isinstance(held, str | bytes) or held not in (True, False):
+            raise ValueError(f"precondition {what!r} must be True or False (whether it held), got {held!r}")
+        out[" ".join(what.split())] = bool(held)
+    return out
+
+
+def _verdict(rule: str, a: Mapping, b: Mapping | None, *, margin, difference, claim, direction, condition,
+             percent: bool, better, paper, chance) -> Verdict:
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
     if better is not None and better not in BETTER:
@@ -111,9 +177,11 @@ def verdict(rule: str, a: Mapping, b: Mapping | None = None, *, margin: float | 
                          "reproduced)")
     arm_b = _arm(b, "B", needs_seeds=rule == "beats")
     if rule == "beats":
-        if margin is not None or difference is not None:
-            raise ValueError("beats takes no margin and no difference: its yardsticks are the seed spreads "
-                             "and the two arms' intervals")
+        if margin is not None:
+            raise ValueError("beats takes no margin: its yardsticks are the seed spreads and the two arms' "
+                             "intervals (or the paired interval of the difference)")
+        if difference is not None:
+            return _beats_paired(arm_a, arm_b, _interval(difference, "difference"), show, lower)
         return _beats(arm_a, arm_b, show, lower)
     return _non_inferior(arm_a, arm_b, margin, difference, show, lower)
 
@@ -147,6 +215,42 @@ def _beats(a: _Arm, b: _Arm, show: _Numbers, lower: bool = False) -> Verdict:
     spread = f"the largest seed spread, {noisiest.name}'s {show.size(noisiest.spread)}"
     return Verdict(label, rule, f"{lead.name} - {trail.name} = {show.gap(signed)} "
                                 f"{'exceeds' if beyond else 'is within'} {spread}; {intervals}")
+
+
+def _beats_paired(a: _Arm, b: _Arm, difference: tuple[float, float], show: _Numbers,
+                  lower: bool = False) -> Verdict:
+    """beats on the paired interval of A - B (read on the same examples), not on the arms' own intervals."""
+    low, high = difference
+    if lower:
+        rule = (f"{a.name} beats {b.name} (lower is better) if the paired 95% interval of {a.name} - "
+                f"{b.name} lies wholly below 0 and {b.name} - {a.name} exceeds the largest seed spread of "
+                f"either arm (and the other way round)")
+        a_ahead = high < 0 or (low <= 0 and a.value <= b.value)
+    else:
+        rule = (f"{a.name} beats {b.name} if the paired 95% interval of {a.name} - {b.name} lies wholly "
+                f"above 0 and {a.name} - {b.name} exceeds the largest seed spread of either arm (and the "
+                f"other way round)")
+        a_ahead = low > 0 or (high >= 0 and a.value >= b.value)
+    # The lead is the arm the paired interval favours (by value where it includes 0); shown as lead - trail.
+    lead, trail = (a, b) if a_ahead else (b, a)
+    low, high = (low, high) if a_ahead else (-high, -low)
+    separated = high < 0 if lower else low > 0
+    signed = lead.value - trail.value
+    gap = -signed if lower else signed                          # > 0: the lead is ahead by its value too
+    where = ("lies below 0" if lower else "lies above 0") if separated else "includes 0"
+    paired = (f"{lead.name} - {trail.name} = {show.gap(signed)}, paired 95% interval "
+              f"[{show.gap(low)}, {show.gap(high)}] {where}")
+    one_seed = [arm.name for arm in (a, b) if len(arm.seeds) == 1]
+    if one_seed:
+        unknown = f"only one seed of {' and '.join(one_seed)}, so the seed spread is unknown"
+        label = f"hint: {lead.name} ahead" if separated and gap > 0 else "not separated"
+        hint = ": at most a hint, never a finding" if label != "not separated" else ""
+        return Verdict(label, rule, f"{paired}; {unknown}{hint}")
+    noisiest = max((a, b), key=lambda arm: arm.spread)
+    beyond = gap > noisiest.spread
+    label = f"{lead.name} beats {trail.name}" if beyond and separated else "not separated"
+    return Verdict(label, rule, f"{paired}; {show.gap(signed)} {'exceeds' if beyond else 'is within'} the "
+                                f"largest seed spread, {noisiest.name}'s {show.size(noisiest.spread)}")
 
 
 def _non_inferior(a: _Arm, b: _Arm, margin: float | None, difference: Sequence[float] | None,
@@ -268,6 +372,106 @@ def arm_over_seeds(name: str, measured: Sequence[Mapping]) -> dict | None:
     within = sum((high - low) / 2 for low, high in intervals) / n
     half = math.sqrt(between ** 2 + within ** 2)
     return {"name": name, "value": mean, "ci95": [mean - half, mean + half], "seeds": seeds}
+
+
+# ------------------------------------------------------------------------ a paired difference, by document
+def paired_difference(a_correct, b_correct, documents, *, resamples: int = 2000, seed: int = 0) -> dict:
+    """mean(A) - mean(B) on the same held-out examples, with a 95% interval from a paired document bootstrap.
+
+    a_correct, b_correct: each arm's outcome per example (0/1 correctness, or any score), the same examples
+    in the same order; or, for an arm with several seeds, one such vector per seed (averaged per example
+    first, so A's seeds and B's seeds may differ in number). documents: each example's document id (any
+    hashable). Each of `resamples` draws takes as many documents as there are, with replacement, each drawn
+    document bringing all its examples (once per draw), and computes mean(A) - mean(B) over them; the
+    interval is the 2.5th and 97.5th percentile (interpolated) of those. The same `seed` gives the same
+    interval. Returns {"value", "ci95": [lower, upper], "documents", "examples"}: pass its "ci95" as
+    verdict(..., difference=...)."""
+    a = _outcomes(a_correct, "a_correct")
+    b = _outcomes(b_correct, "b_correct")
+    if isinstance(documents, str | bytes) or not isinstance(documents, Iterable):
+        raise ValueError(f"documents must give each example's document id, got {documents!r}")
+    documents = list(documents)
+    if not documents:
+        raise ValueError("documents is empty: pass each held-out example's document id")
+    if not len(a) == len(b) == len(documents):
+        raise ValueError(f"a_correct, b_correct and documents must cover the same examples, got {len(a)}, "
+                         f"{len(b)} and {len(documents)}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a whole number >= 1, got {resamples!r}")
+    index: dict = {}                     # document id -> its position, in order of first appearance
+    sums: list[float] = []               # per document: the sum of A - B over its examples
+    counts: list[int] = []               # per document: its number of examples
+    for x, y, doc in zip(a, b, documents):
+        try:
+            k = index.setdefault(doc, len(index))
+        except TypeError:
+            raise ValueError(f"a document id must be hashable (a name or a number), got {doc!r}") from None
+        if k == len(sums):
+            sums.append(0.0)
+            counts.append(0)
+        sums[k] += x - y
+        counts[k] += 1
+    n_docs = len(sums)
+    if n_docs < 2:
+        raise ValueError(f"a document bootstrap needs at least 2 documents, got {n_docs}")
+    rng, positions, draws = random.Random(seed), range(n_docs), []
+    for _ in range(resamples):
+        drawn = rng.choices(positions, k=n_docs)
+        draws.append(sum(map(sums.__getitem__, drawn)) / sum(map(counts.__getitem__, drawn)))
+    draws.sort()
+    value = math.fsum(a) / len(a) - math.fsum(b) / len(b)
+    return {"value": value, "ci95": [_percentile(draws, 0.025), _percentile(draws, 0.975)],
+            "documents": n_docs, "examples": len(a)}
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    """The q-quantile of sorted values, interpolated linearly between neighbours (numpy's default)."""
+    at = q * (len(ordered) - 1)
+    below = math.floor(at)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
+
+
+def _outcomes(values, what: str) -> list[float]:
+    """One arm's per-example outcomes: a vector of numbers, or one vector per seed averaged per example."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise ValueError(f"{what} must be one outcome per example (or one such list per seed), got "
+                         f"{values!r}")
+    values = list(values)
+    if not values:
+        raise ValueError(f"{what} is empty: pass one outcome per held-out example")
+    if _number(values[0]):
+        return _vector(values, what)
+    seeds = [_vector(v, f"{what}'s seed {i}") for i, v in enumerate(values)]
+    lengths = sorted({len(s) for s in seeds})
+    if len(lengths) > 1:
+        raise ValueError(f"{what}'s seeds must each have one outcome per example, got lengths {lengths}")
+    if not lengths[0]:
+        raise ValueError(f"{what} is empty: pass one outcome per held-out example")
+    return [sum(column) / len(seeds) for column in zip(*seeds)]
+
+
+def _vector(values, what: str) -> list[float]:
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise ValueError(f"{what} must be a list of outcomes, one per example, got {values!r}")
+    out = []
+    for i, x in enumerate(values):
+        if not _number(x) or not math.isfinite(float(x)):
+            raise ValueError(f"{what} must hold finite numbers (0/1 correctness or a score), got {x!r} at "
+                             f"example {i}")
+        out.append(float(x))
+    return out
+
+
+def _number(x) -> bool:
+    """A single number (a bool counts as 0/1; numpy and torch scalars too), not a list of them."""
+    if isinstance(x, str | bytes) or isinstance(x, Iterable):
+        return False
+    try:
+        float(x)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 # ------------------------------------------------------------------------------- reading and showing numbers
