@@ -4,7 +4,11 @@ LAMB (You et al. 2019) is Adam with a per-tensor "trust ratio": every tensor's s
 that its size is proportional to the tensor's own norm, which keeps very large batches stable.
 We follow the official ALBERT code (lamb_optimizer.py, optimization.py): beta 0.9/0.999, eps 1e-6,
 weight decay 0.01 added to the update, no bias correction, and LayerNorm weights and all biases
-excluded from both the weight decay and the trust ratio.
+excluded from both the weight decay and the trust ratio. The official code (and transformers) keep the
+query, key and value projections as three variables, each with its own trust ratio; our attention fuses
+them into one (3H, H) weight (model.py, `qkv`), so LAMB splits its trust ratio into three, one per block of
+H rows ("lamb"). The course's earlier LAMB gave the fused weight one ratio ("lamb-fused-qkv", kept for the
+shipped entry trained with it).
 """
 
 from __future__ import annotations
@@ -13,22 +17,33 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-OPTIMIZERS = ("lamb", "adamw")      # make_optimizer's names
+OPTIMIZERS = ("lamb", "adamw", "lamb-fused-qkv")      # make_optimizer's names (module docstring)
+FUSED = {"qkv.weight": 3}           # fused parameters (by name ending) -> how many variables they hold
 
 NO_DECAY = ("LayerNorm", "layer_norm", "bias")   # the official exclude_from_weight_decay patterns
 
 
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """Two groups by parameter name: decayed and trust-ratio adapted, or neither (LayerNorm, biases).
+def param_groups(model: nn.Module, weight_decay: float, split_fused: bool = True) -> list[dict]:
+    """Groups by parameter name: decayed and trust-ratio adapted, or neither (LayerNorm, biases, last).
+    With split_fused, a fused weight (FUSED: q, k, v in one) is a group of its own whose trust ratio is
+    taken per variable (`variables`); an optimizer without trust ratios treats it as any decayed weight.
 
     named_parameters() yields a shared (tied) Parameter once, so the MLM decoder that is tied to
     the word embeddings is optimised once, as part of the embeddings.
     """
-    decay, no_decay = [], []
+    decay, fused, no_decay = [], {}, []
     for name, p in model.named_parameters():
-        if p.requires_grad:
-            (no_decay if any(s in name for s in NO_DECAY) else decay).append(p)
+        if not p.requires_grad:
+            continue
+        if any(s in name for s in NO_DECAY):
+            no_decay.append(p)
+        elif split_fused and (n := next((n for end, n in FUSED.items() if name.endswith(end)), 0)):
+            fused.setdefault(n, []).append(p)
+        else:
+            decay.append(p)
     return [dict(params=decay, weight_decay=weight_decay, layer_adaptation=True),
+            *(dict(params=ps, weight_decay=weight_decay, layer_adaptation=True, variables=n)
+              for n, ps in fused.items()),
             dict(params=no_decay, weight_decay=0.0, layer_adaptation=False)]
 
 
@@ -39,12 +54,23 @@ def trust_ratio(weight: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
     return torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
 
 
+def split_trust_ratio(weight: torch.Tensor, update: torch.Tensor, variables: int) -> torch.Tensor:
+    """trust_ratio per variable of a fused weight: its rows cut into `variables` equal blocks (q, k, v),
+    each block's ratio broadcast over its rows: (variables, 1, ...) against the weight viewed in blocks."""
+    w, u = weight.unflatten(0, (variables, -1)), update.unflatten(0, (variables, -1))
+    dims = tuple(range(1, w.dim()))
+    w_norm, u_norm = w.norm(dim=dims, keepdim=True), u.norm(dim=dims, keepdim=True)   # (variables, 1, ...)
+    return torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
+
+
 class Lamb(torch.optim.Optimizer):
     """LAMB as in the official ALBERT code. Per tensor w with gradient g:
 
         m = b1 m + (1 - b1) g;   v = b2 v + (1 - b2) g^2          (no bias correction)
         u = m / (sqrt(v) + eps) + weight_decay * w
         w = w - lr * r * u,  r = ||w|| / ||u||  (1 if either norm is 0, or layer_adaptation off)
+
+    A group with `variables` = n holds fused weights: r is taken per block of rows (split_trust_ratio).
     """
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
@@ -76,7 +102,10 @@ class Lamb(torch.optim.Optimizer):
                 update = m / (v.sqrt() + eps)
                 if wd:
                     update.add_(p, alpha=wd)
-                if group["layer_adaptation"]:
+                if group["layer_adaptation"] and group.get("variables", 1) > 1:
+                    update = (update.unflatten(0, (group["variables"], -1))
+                              * split_trust_ratio(p, update, group["variables"])).flatten(0, 1)
+                elif group["layer_adaptation"]:
                     update.mul_(trust_ratio(p, update))
                 p.sub_(update, alpha=group["lr"])
         return loss
@@ -84,9 +113,10 @@ class Lamb(torch.optim.Optimizer):
 
 def make_optimizer(name: str, model: nn.Module, lr: float, weight_decay: float = 0.01,
                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6) -> torch.optim.Optimizer:
-    """'lamb' (ALBERT's pretraining optimiser) or 'adamw' (BERT's), with the same two groups."""
-    groups = param_groups(model, weight_decay)
-    if name == "lamb":
+    """'lamb' (ALBERT's pretraining optimiser) or 'adamw' (BERT's), with the same decay groups;
+    'lamb-fused-qkv' is the course's earlier LAMB (one trust ratio for the fused q, k, v weight)."""
+    groups = param_groups(model, weight_decay, split_fused=name == "lamb")
+    if name in ("lamb", "lamb-fused-qkv"):
         return Lamb(groups, lr=lr, betas=betas, eps=eps)
     if name == "adamw":
         return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)

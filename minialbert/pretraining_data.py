@@ -296,7 +296,8 @@ def length_balanced(lengths: Sequence[Sequence[int]], labels: Sequence[int],
 def examples_from_token_documents(documents: Sequence[Sequence[Sequence[int]]], vocab: MaskingVocab,
                                   objective: str, max_seq_len: int, seed: int, dupe_factor: int = 1,
                                   short_seq_prob: float = SHORT_SEQ_PROB, mask_rate: float = MASK_RATE,
-                                  balance_lengths: bool = False, segmenting: str = OFFICIAL) -> PretrainingDataset:
+                                  balance_lengths: bool = False,
+                                  segmenting: str = OFFICIAL) -> PretrainingDataset:
     """Segment, add specials and mask token-id documents; dupe_factor passes give new cuts and masks.
 
     balance_lengths keeps, in every pass, only the `length_balanced` pairs (nsp and sop only).

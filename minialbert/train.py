@@ -25,7 +25,7 @@ import dataclasses
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -219,13 +219,16 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
              out_dir: str | Path | None = None, resume: bool = False,
              callbacks: Iterable[Callable[[dict], None]] = (), collate_fn: Callable | None = None,
              progress: bool = True, resume_from: str | Path | None = None, device: str | None = None,
-             compile: bool | str = False) -> PretrainResult:
+             compile: bool | str = False,
+             start_state: Mapping[str, torch.Tensor] | None = None) -> PretrainResult:
     """Pretrain an AlbertForPretraining on `train_data` (a Dataset of example dicts), from scratch or
     from the latest checkpoint in `out_dir` (resume=True), or from a chosen step directory
     (resume_from, e.g. the one before a damaged latest). Each metrics record is passed to every
     callback (e.g. plots.LiveCurves) and appended to out_dir/metrics.jsonl. device: see
     device.choose_device (None: CUDA, MPS or CPU); compile: False, or one of COMPILE_MODES: "model" (or
     True) runs the model's forward under torch.compile, "graphs" the encoder's layers as CUDA graphs.
+    start_state: weights a fresh run starts from instead of its initialisation (a branch of a trained
+    trunk); a sentence head the state lacks keeps its initialisation. A resumed run ignores it.
     """
     if compile not in (False, True, *COMPILE_MODES):
         raise ValueError(f"compile must be False, True or one of {COMPILE_MODES}, got {compile!r}")
@@ -237,13 +240,14 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
     with run_lock(out_dir) if writes_run else contextlib.nullcontext():
         return _pretrain(cfg, args, train_data, valid_data, out_dir=out_dir, resume=resume,
                          resume_from=resume_from, callbacks=callbacks, collate_fn=collate_fn,
-                         progress=progress, compile=compile, rank=rank, world=world, device=device)
+                         progress=progress, compile=compile, rank=rank, world=world, device=device,
+                         start_state=start_state)
 
 
 def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, *, out_dir: Path | None,
               resume: bool, resume_from: str | Path | None, callbacks: Iterable[Callable[[dict], None]],
               collate_fn: Callable | None, progress: bool, compile: bool | str, rank: int, world: int,
-              device: torch.device) -> PretrainResult:
+              device: torch.device, start_state: Mapping[str, torch.Tensor] | None) -> PretrainResult:
     """pretrain's run, in this process (rank of world) on `device`, under the run's lock on rank 0."""
     t0 = time.perf_counter()
     collate_fn = collate_fn or default_collate()
@@ -257,6 +261,8 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, *, out
     optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
     scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
     step, history = 0, []
+    if ckpt is None and start_state is not None:
+        _start_from(model, start_state)
     if ckpt is not None:
         step, history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler, device,
                                  out_dir)
@@ -399,6 +405,17 @@ def optimizer_step(model: nn.Module, optimizer, scheduler, scaler: torch.amp.Gra
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     return grad_norm, lr
+
+
+def _start_from(model: nn.Module, state: Mapping[str, torch.Tensor]) -> None:
+    """Load a trunk's weights into a fresh model; only a sentence head may be missing from them."""
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as e:                            # shapes differ
+        raise ValueError(f"start_state does not fit the model: {str(e).splitlines()[-1].strip()}") from None
+    missing = [k for k in missing if not k.startswith("sentence_head.")]
+    if missing or unexpected:
+        raise ValueError(f"start_state does not fit the model: missing {missing}, unexpected {unexpected}")
 
 
 def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, model, optimizer, scheduler,

@@ -201,7 +201,7 @@ def test_version_2_defaults_to_dq_without_atomics_and_warns_for_atomic_on_hopper
     monkeypatch.setattr(attention.FusedAttention, "apply", lambda *args: modes.append(args[-1]) or args[0])
     for capability, dq, warned in [((9, 0), None, False), ((9, 0), "atomic", True), ((8, 0), "atomic", False),
                                    ((9, 0), "partials", False)]:
-        monkeypatch.setattr(attention, "_capability", lambda device: capability)
+        monkeypatch.setattr(attention, "_capability", lambda device, capability=capability: capability)
         kwargs = {} if dq is None else {"dq": dq}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

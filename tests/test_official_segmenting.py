@@ -37,7 +37,8 @@ def official_truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
             trunc_tokens.pop()
 
 
-def official_instances(all_documents, document_index, max_seq_length, short_seq_prob, rng, random_next_sentence):
+def official_instances(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+                       random_next_sentence):
     """create_instances_from_document with masking off -> [(tokens_a, tokens_b, is_random_next)]."""
     document = all_documents[document_index]
     max_num_tokens = max_seq_length - 3

@@ -58,7 +58,7 @@ def test_zero_weights_get_plain_adam_step():
 def test_param_groups_exclude_layernorm_and_bias_and_count_tied_once():
     cfg = AlbertConfig.preset("ci-albert")
     model = AlbertForPretraining(cfg, sentence_task="sop")
-    decay, no_decay = param_groups(model, 0.01)
+    decay, no_decay = param_groups(model, 0.01, split_fused=False)
     names = {id(p): n for n, p in model.named_parameters()}
     assert decay["weight_decay"] == 0.01 and decay["layer_adaptation"]
     assert no_decay["weight_decay"] == 0.0 and not no_decay["layer_adaptation"]
@@ -69,6 +69,43 @@ def test_param_groups_exclude_layernorm_and_bias_and_count_tied_once():
     assert sum(p.numel() for p in all_params) == sum(p.numel() for p in model.parameters())
     assert any(p is model.mlm_head.decoder_weight for p in decay["params"])  # tied = word embeddings
     assert "mlm_head.bias" in {names[id(p)] for p in no_decay["params"]}
+
+
+def test_lamb_takes_one_trust_ratio_per_query_key_and_value_of_the_fused_weight():
+    """A step on the fused (3H, H) q/k/v weight equals LAMB steps on q, k and v as three tensors, as the
+    official code (three variables) takes them; one ratio for the whole fused weight does not."""
+    torch.manual_seed(0)
+    model = AlbertForPretraining(AlbertConfig.preset("ci-albert"), sentence_task="sop").double()
+    qkv = next(p for n, p in model.named_parameters() if n.endswith("qkv.weight"))
+    with torch.no_grad():                                   # q, k, v of very different sizes
+        sizes = torch.tensor([1.0, 5.0, 0.2], dtype=torch.float64).repeat_interleave(qkv.shape[0] // 3)
+        qkv.mul_(sizes[:, None])
+    groups = param_groups(model, 0.01)
+    fused = [g for g in groups if g.get("variables")]
+    assert len(fused) == 1 and fused[0]["variables"] == 3 and fused[0]["params"] == [qkv]
+    assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
+    q, k, v = (torch.nn.Parameter(t.detach().clone()) for t in qkv.chunk(3))
+    separate = Lamb([q, k, v], lr=0.05, weight_decay=0.01)
+    ours, one_ratio = make_optimizer("lamb", model, 0.05), make_optimizer("lamb-fused-qkv", model, 0.05)
+    before = qkv.detach().clone()
+    for _ in range(3):
+        grad = torch.randn_like(qkv)
+        for t, g in zip((q, k, v), grad.chunk(3)):
+            t.grad = g.clone()
+        separate.step()
+        qkv.grad = grad
+        ours.step()
+    torch.testing.assert_close(qkv.detach(), torch.cat([q, k, v]).detach(), rtol=1e-12, atol=1e-12)
+    steps = {}
+    for name, optimizer in (("split", make_optimizer("lamb", model, 0.05)), ("one", one_ratio)):
+        with torch.no_grad():
+            qkv.copy_(before)
+        qkv.grad = torch.ones_like(qkv)
+        optimizer.step()
+        steps[name] = (before - qkv.detach()).chunk(3)
+    for split, one, weight in zip(steps["split"], steps["one"], before.chunk(3)):    # ||step|| = lr ||w||
+        torch.testing.assert_close(split.norm(), 0.05 * weight.norm())
+        assert not torch.allclose(one.norm(), 0.05 * weight.norm())          # the earlier LAMB: one ratio
 
 
 def test_make_optimizer_kinds_and_errors():

@@ -254,10 +254,14 @@ def test_same_seed_same_examples_other_seed_other_examples():
 # by the recipe, not by these bytes, so a speed-up that changed one byte would silently retrain nothing and
 # train on other data: these must only change with FORMAT_VERSION.
 RECIPE_SHA256 = {      # (objective, balance_lengths, segmenting): (examples, checksum)
-    ("sop", False, TWO_SENTENCE_CHUNKS): (334, "99caeea1463bd9138f45d57aaba31e2b8462f474440f5184d088f5824b97dcc5"),
-    ("nsp", False, TWO_SENTENCE_CHUNKS): (449, "90e64a5914e5ff334919c93e9ffcd3415b8e58429d2116e1c3914130ab5b359f"),
-    ("sop", True, TWO_SENTENCE_CHUNKS): (98, "0f9c096214836157d0ddc417b97427984f7cc7289c14c14bb35ebee1a970dabc"),
-    ("mlm", False, TWO_SENTENCE_CHUNKS): (415, "06b575cb2a661d0fbf85947c4c00c38946e46c02a0f375640ff7123f0c65d00d"),
+    ("sop", False, TWO_SENTENCE_CHUNKS): (
+        334, "99caeea1463bd9138f45d57aaba31e2b8462f474440f5184d088f5824b97dcc5"),
+    ("nsp", False, TWO_SENTENCE_CHUNKS): (
+        449, "90e64a5914e5ff334919c93e9ffcd3415b8e58429d2116e1c3914130ab5b359f"),
+    ("sop", True, TWO_SENTENCE_CHUNKS): (
+        98, "0f9c096214836157d0ddc417b97427984f7cc7289c14c14bb35ebee1a970dabc"),
+    ("mlm", False, TWO_SENTENCE_CHUNKS): (
+        415, "06b575cb2a661d0fbf85947c4c00c38946e46c02a0f375640ff7123f0c65d00d"),
     ("sop", False, OFFICIAL): (425, "afbee724bcf06cea7102f4743c2a69770e8be0028d5778170d8a81b1c097ae54"),
     ("nsp", False, OFFICIAL): (567, "18345c6d761f853bd4879ae027d184cff966be644e363c5732fc6a067f3d1ec4"),
     ("sop", True, OFFICIAL): (138, "0e3754d7469d75bee7bf44fbc6149ffeb17112ad51dccabc5d1300ba13337bb5"),

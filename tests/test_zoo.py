@@ -143,6 +143,42 @@ def test_every_entry_resolves_and_the_cli_builds_one_of_each_kind(capsys, tmp_pa
     assert all(0 <= r["mask_accuracy"]["accuracy"] <= 1 and r["minutes"] > 0 for r in written["entries"])
 
 
+def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
+    """The 128-token ablation: the trunk (MLM alone) is built first, each branch starts from its final
+    weights (a new sentence head aside), trains its own budget on its own 128-token pairs, and its key
+    names the trunk's, so a changed trunk is a new branch."""
+    trunk_entry, branch_entry = zoo.entry(zoo.TRUNK), zoo.entry("albert-sop-128")
+    assert branch_entry.start_from == zoo.TRUNK and branch_entry.segmenting == "official"
+    assert zoo.entry_seq_len(branch_entry, SCALE) == 128
+    assert zoo.entry_seq_len(zoo.entry("albert-sop"), SCALE) == SCALE.max_seq_len < 128
+    args = {n: zoo.entry_args(zoo.entry(n), SCALE) for n in (zoo.TRUNK, "albert-sop-128", "albert-nsp-128",
+                                                               "albert-mlm-128")}
+    assert args[zoo.TRUNK].steps == SCALE.zoo_steps // 2 and args["albert-sop-128"].steps == SCALE.zoo_steps // 4
+    assert dataclasses.replace(args["albert-sop-128"], objective="mlm") == args["albert-mlm-128"]  # one budget
+    starts = []
+    real_pretrain = zoo.pretrain
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(zoo, "pretrain", lambda *a, start_state=None, **kw: starts.append(start_state) or
+                   real_pretrain(*a, start_state=start_state, **kw))
+        branch = zoo.load("albert-sop-128", SCALE, progress=False)
+    trunk = zoo.load(zoo.TRUNK, SCALE, progress=False)
+    assert starts[0] is None and set(starts[1]) == set(trunk.state_dict())        # trunk first, then branch
+    assert all(torch.equal(starts[1][k], v) for k, v in trunk.state_dict().items())
+    assert set(branch.state_dict()) - set(trunk.state_dict()) == {"sentence_head.1.weight", "sentence_head.1.bias"}
+    assert max(r["step"] for r in zoo.metrics("albert-sop-128", SCALE)) == args["albert-sop-128"].steps
+    key = zoo.entry_key(branch_entry, SCALE)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(zoo.ENTRIES, zoo.TRUNK, dataclasses.replace(trunk_entry, lr_factor=1.0))
+        assert zoo.entry_key(branch_entry, SCALE) != key
+    from minialbert.train import TrainArgs, pretrain
+    with pytest.raises(ValueError, match="start_state does not fit the model: size mismatch"):
+        pretrain(zoo.entry_config(branch_entry, SCALE), TrainArgs(objective="sop", steps=1, warmup=0),
+                 [], start_state={"albert.pooler.weight": torch.zeros(1)}, progress=False)
+    with pytest.raises(ValueError, match="start_state does not fit the model: missing"):
+        pretrain(zoo.entry_config(branch_entry, SCALE), TrainArgs(objective="sop", steps=1, warmup=0),
+                 [], start_state={}, progress=False)
+
+
 def test_a_damaged_entry_resumes_from_its_newest_verified_checkpoint_and_keeps_the_damage_aside():
     """Issue 27, case 1: a damaged latest checkpoint (flipped bytes, a missing file, a garbage `latest`)
     never costs the verified work before it: the entry resumes from the newest verified checkpoint,

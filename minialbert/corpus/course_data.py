@@ -115,23 +115,27 @@ def corpus_digest(scale: Scale, split: str) -> str:
 
 
 def pretraining_data_key(objective: str, split: str, scale: Scale, balance_lengths: bool = False,
-                         segmenting: str = OFFICIAL) -> str:
+                         segmenting: str = OFFICIAL, max_seq_len: int | None = None) -> str:
     """The key of course_pretraining_data's examples, known without building them (the zoo's keys)."""
-    return examples_key(corpus_digest(scale, split), course_tokenizer(scale), objective, scale.max_seq_len,
+    return examples_key(corpus_digest(scale, split), course_tokenizer(scale), objective,
+                        max_seq_len or scale.max_seq_len,
                         COURSE_SEED, scale.dupe_factor, scale.mask_rate, balance_lengths, scale.data_shards,
                         segmenting)
 
 
 def course_pretraining_data(objective: str, split: str, scale: Scale, balance_lengths: bool = False,
-                            workers: int | None = None, segmenting: str = OFFICIAL) -> PretrainingDataset:
+                            workers: int | None = None, segmenting: str = OFFICIAL,
+                            max_seq_len: int | None = None) -> PretrainingDataset:
     """The course's pretraining set for one objective and split at `scale`, from the scale's corpus.
 
     balance_lengths: keep only `length_balanced` pairs (the NSP vs SOP ablation's cue-free SOP arm).
     workers: processes building a scale with data_shards (None: every core; the same bytes for any).
     segmenting: how documents are cut (pretraining_data.SEGMENTINGS; the official code's by default).
+    max_seq_len: tokens per example (None: the scale's, its preset's positions).
     """
     docs = documents(scale.corpus, split, scale.max_documents)
-    return build_examples(docs, course_tokenizer(scale), objective, scale.max_seq_len, COURSE_SEED,
+    max_seq_len = max_seq_len or scale.max_seq_len
+    return build_examples(docs, course_tokenizer(scale), objective, max_seq_len, COURSE_SEED,
                           dupe_factor=scale.dupe_factor, mask_rate=scale.mask_rate,
                           balance_lengths=balance_lengths, digest=corpus_digest(scale, split),
                           shards=scale.data_shards, workers=workers, segmenting=segmenting)

@@ -49,13 +49,16 @@ from ..evaluation import MLMBaselines, evaluate_pretraining
 from ..model import AlbertForPretraining
 from ..scale import Scale
 from ..train import TrainArgs, pretrain
-from .zoo_entries import ENTRIES, Entry
+from .zoo_entries import ENTRIES, TRUNK, Entry
 
 RECIPE_VERSION = 3        # bump when a code change alters what the same settings train to
 ZOO_FORMAT = 1            # the shipped folder's layout (zoo/v<ZOO_FORMAT>/)
 SHIPPED_ROOT = Path(__file__).resolve().parents[2] / "zoo" / f"v{ZOO_FORMAT}"
 SHIPPED_MANIFEST = "MANIFEST.json"   # {"entries": {name: dir name}, "files": {path: sha256}, ...}
 CURVE_EXAMPLES = 10_000              # held-out examples per evaluation along training (all when fewer)
+# Optimizers keyed by the name they had when the entries trained with them were keyed (optim.py: LAMB with
+# one trust ratio for the fused q, k, v weight was "lamb" until LAMB took one per variable).
+KEYED_AS = {"lamb-fused-qkv": "lamb"}
 # Arguments that only change how often a run reports or saves, not the weights it ends with.
 NOT_IN_KEY = ("eval_every", "eval_examples", "checkpoint_every", "keep_last")
 
@@ -71,7 +74,8 @@ def entry_config(e: Entry, scale: Scale) -> AlbertConfig:
 
 
 def entry_args(e: Entry, scale: Scale) -> TrainArgs:
-    steps = {"zoo": scale.zoo_steps, "lesson": scale.pretrain_steps, "long": 4 * scale.zoo_steps}[e.budget]
+    steps = {"zoo": scale.zoo_steps, "lesson": scale.pretrain_steps, "long": 4 * scale.zoo_steps,
+             "trunk": scale.zoo_steps // 2, "branch": max(1, scale.zoo_steps // 4)}[e.budget]
     eval_every = max(1, steps // scale.zoo_evals)
     warmup = min(steps, round(scale.warmup_steps * e.warmup_factor))
     # Every evaluation's checkpoint is kept: the lessons study how a model changes along training. The
@@ -99,9 +103,18 @@ class ShippedEntryDamaged(ValueError):
 def entry_key(e: Entry, scale: Scale) -> str:
     """<name>-<key>: the entry's name and a hash of everything that decides its weights."""
     args = {k: v for k, v in dataclasses.asdict(entry_args(e, scale)).items() if k not in NOT_IN_KEY}
+    args["optimizer"] = KEYED_AS.get(args["optimizer"], args["optimizer"])
     settings = {"config": entry_config(e, scale).to_dict(), "args": args, "recipe": RECIPE_VERSION,
-                "data": pretraining_data_key(e.objective, "train", scale, e.balanced, e.segmenting)}
+                "data": pretraining_data_key(e.objective, "train", scale, e.balanced, e.segmenting,
+                                             entry_seq_len(e, scale))}
+    if e.start_from:                                # only when set: the entries from scratch keep their keys
+        settings["start_from"] = entry_key(entry(e.start_from), scale)
     return f"{e.name}-{hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]}"
+
+
+def entry_seq_len(e: Entry, scale: Scale) -> int:
+    """Tokens per pretraining example of an entry: its model's positions (the scale's, unless changed)."""
+    return entry_config(e, scale).max_position_embeddings
 
 
 def cache_entry_dir(e: Entry, scale: Scale) -> Path:
@@ -235,8 +248,11 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
            callbacks: Iterable[Callable[[dict], None]] = (), device: str | None = None,
            compile: bool | str = False) -> None:
     args = entry_args(e, scale)
-    train = course_pretraining_data(e.objective, "train", scale, e.balanced, segmenting=e.segmenting)
-    valid = course_pretraining_data(e.objective, "valid", scale, e.balanced, segmenting=e.segmenting)
+    data = dict(segmenting=e.segmenting, max_seq_len=entry_seq_len(e, scale))
+    train = course_pretraining_data(e.objective, "train", scale, e.balanced, **data)
+    valid = course_pretraining_data(e.objective, "valid", scale, e.balanced, **data)
+    # a branch starts from its trunk's final weights (the trunk is built first where it is missing)
+    start_state = load(e.start_from, scale, progress).state_dict() if e.start_from else None
     with run_lock(run_dir):          # a second build of this entry stops here, naming the first's PID
         ckpt = recover_run(run_dir)  # damaged checkpoints set aside (reported); verified ones kept
     done = read_json(ckpt / "trainer_state.json")["step"] if ckpt else 0
@@ -245,7 +261,8 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
         torch.set_num_threads(e.threads or scale.zoo_threads)   # float sums depend on it: pin it
         try:
             pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir, resume=ckpt is not None,
-                     callbacks=callbacks, progress=progress, device=device, compile=compile)
+                     callbacks=callbacks, progress=progress, device=device, compile=compile,
+                     start_state=start_state)
         finally:
             torch.set_num_threads(threads)
     model = load_checkpoint(newest_verified_checkpoint(run_dir))

@@ -21,17 +21,20 @@ class Entry:
     changes: tuple = ()               # config fields changed from the preset: ((field, value), ...)
     seed: int = 0
     budget: str = "zoo"               # zoo: scale.zoo_steps; lesson: scale.pretrain_steps (lesson 05);
-                                      # long: 4 x scale.zoo_steps (the schedule stretched, not continued)
+                                      # long: 4 x scale.zoo_steps (the schedule stretched, not continued);
+                                      # trunk: scale.zoo_steps / 2; branch: scale.zoo_steps / 4
     balanced: bool = False            # train on length-balanced pairs (pretraining_data.length_balanced)
     lr_factor: float = 1.0            # the scale's learning rate times this
     warmup_factor: float = 1.0        # the scale's warmup steps times this (at most the entry's steps)
     optimizer: str | None = None      # lamb | adamw (None: the scale's)
     threads: int | None = None        # torch threads of its build (None: the scale's zoo_threads)
     segmenting: str = OFFICIAL        # how its pairs are cut (pretraining_data.SEGMENTINGS)
+    start_from: str | None = None     # the entry whose final weights it starts from (a branch of a trunk)
 
 
 # The entries shipped before the official segmenting (2026-12) were trained on the course's earlier cut,
 # "two-sentence-chunks"; each names it, so its key, and so its shipped weights, stay what they were.
+# Likewise albert-factorized-lamb names the LAMB it was trained with, one trust ratio for the fused q, k, v.
 EARLIER_ENTRIES = (
     Entry("albert-sop", "sop", "ALBERT as the paper trains it: MLM + sentence-order prediction"),
     Entry("albert-nsp", "nsp", "ALBERT with BERT's next-sentence prediction instead of SOP"),
@@ -83,6 +86,28 @@ EARLIER_ENTRIES = (
     Entry("albert-factorized-lamb", "sop", "ALBERT's own traits at twice the course width: E = 64 < H = 128 "
                                           "(factorized), all layers shared, LAMB, MLM + SOP",
           changes=(("hidden_size", 128), ("embedding_size", 64), ("intermediate_size", 512)),
-          optimizer="lamb", lr_factor=5 / 3, warmup_factor=2, threads=2),
+          optimizer="lamb-fused-qkv", lr_factor=5 / 3, warmup_factor=2, threads=2),
 )
-ENTRIES: dict[str, Entry] = {e.name: replace(e, segmenting=TWO_SENTENCE_CHUNKS) for e in EARLIER_ENTRIES}
+
+# The NSP vs SOP ablation at 128 tokens, where A and B hold several sentences each, on the official pairs:
+# one masked-LM trunk (ALBERT in miniature, as albert-factorized-lamb, at 128 positions), then branches of
+# equal budget from its final weights that differ only in the sentence objective, two seeds each. So every
+# arm starts past the plateau, and what differs after it is the objective alone.
+LONG_TEXT = (("hidden_size", 128), ("embedding_size", 64), ("intermediate_size", 512),
+             ("max_position_embeddings", 128))
+LONG_TEXT_RECIPE = dict(changes=LONG_TEXT, optimizer="lamb", lr_factor=5 / 3, threads=2)
+TRUNK = "albert-trunk-128"
+BRANCHES = tuple(
+    Entry(f"albert-{objective}-128" + (f"-seed{seed}" if seed else ""), objective,
+          f"{TRUNK} trained on with {label}, seed {seed}", seed=seed, budget="branch", start_from=TRUNK,
+          **LONG_TEXT_RECIPE)
+    for objective, label in (("mlm", "MLM alone"), ("nsp", "MLM + NSP"), ("sop", "MLM + SOP"))
+    for seed in (0, 1))
+
+ENTRIES: dict[str, Entry] = {e.name: e for e in (
+    *(replace(e, segmenting=TWO_SENTENCE_CHUNKS) for e in EARLIER_ENTRIES),
+    Entry(TRUNK, "mlm", "the masked-LM trunk of the 128-token ablation: ALBERT's own traits at twice the "
+                        "course width (as albert-factorized-lamb), 128 tokens, MLM alone", budget="trunk",
+          warmup_factor=2, **LONG_TEXT_RECIPE),
+    *BRANCHES,
+)}

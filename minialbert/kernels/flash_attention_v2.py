@@ -21,7 +21,8 @@ call was time on the host, and its backward multiplied 7 tiles per tile pair whe
   descriptors the GPU copies by (tuning.hopper_tma); tuning keeps it only where it is faster.
 
 The atomic dQ mode is not correct compiled on Hopper: on an H200 it lost whole rows of atomic adds at
-N = 1000 (d = 64 and 128, every launch setting tried; assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json).
+N = 1000 (d = 64 and 128, every launch setting tried;
+assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json).
 On sm_90 Triton compiles those adds to Hopper's vectorized `red.global.add.v4.f32`. Version 1 stays the
 default; the interpreter passes every test in every mode. How dQ's shares meet is a choice,
 backward(..., dq_mode) (DQ_MODES; fused_attention passes its `dq` through). The default, DEFAULT_DQ, is
