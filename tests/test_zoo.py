@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minialbert.checkpoint import RunLockedError, find_checkpoint, read_metrics, run_lock
-from minialbert.experiments import zoo, zoo_ship
+from minialbert.experiments import zoo, zoo_entries, zoo_ship
 from minialbert.model import AlbertForPretraining
 from minialbert.scale import SCALES
 
@@ -147,28 +147,30 @@ def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
     """The 128-token ablation: the trunk (MLM alone) is built first, each branch starts from its final
     weights (a new sentence head aside), trains its own budget on its own 128-token pairs, and its key
     names the trunk's, so a changed trunk is a new branch."""
-    trunk_entry, branch_entry = zoo.entry(zoo.TRUNK), zoo.entry("albert-sop-128")
-    assert branch_entry.start_from == zoo.TRUNK and branch_entry.segmenting == "official"
+    trunk_entry, branch_entry = zoo.entry(zoo_entries.TRUNK), zoo.entry("albert-sop-128")
+    assert branch_entry.start_from == zoo_entries.TRUNK and branch_entry.segmenting == "official"
     assert zoo.entry_seq_len(branch_entry, SCALE) == 128
     assert zoo.entry_seq_len(zoo.entry("albert-sop"), SCALE) == SCALE.max_seq_len < 128
-    args = {n: zoo.entry_args(zoo.entry(n), SCALE) for n in (zoo.TRUNK, "albert-sop-128", "albert-nsp-128",
-                                                               "albert-mlm-128")}
-    assert args[zoo.TRUNK].steps == SCALE.zoo_steps // 2 and args["albert-sop-128"].steps == SCALE.zoo_steps // 4
-    assert dataclasses.replace(args["albert-sop-128"], objective="mlm") == args["albert-mlm-128"]  # one budget
+    names = (zoo_entries.TRUNK, "albert-sop-128", "albert-nsp-128", "albert-mlm-128")
+    args = {n: zoo.entry_args(zoo.entry(n), SCALE) for n in names}
+    assert args[zoo_entries.TRUNK].steps == SCALE.zoo_steps // 2
+    assert args["albert-sop-128"].steps == SCALE.zoo_steps // 4
+    assert dataclasses.replace(args["albert-sop-128"], objective="mlm") == args["albert-mlm-128"]   # 1 budget
     starts = []
     real_pretrain = zoo.pretrain
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(zoo, "pretrain", lambda *a, start_state=None, **kw: starts.append(start_state) or
                    real_pretrain(*a, start_state=start_state, **kw))
         branch = zoo.load("albert-sop-128", SCALE, progress=False)
-    trunk = zoo.load(zoo.TRUNK, SCALE, progress=False)
+    trunk = zoo.load(zoo_entries.TRUNK, SCALE, progress=False)
     assert starts[0] is None and set(starts[1]) == set(trunk.state_dict())        # trunk first, then branch
     assert all(torch.equal(starts[1][k], v) for k, v in trunk.state_dict().items())
-    assert set(branch.state_dict()) - set(trunk.state_dict()) == {"sentence_head.1.weight", "sentence_head.1.bias"}
+    assert set(branch.state_dict()) - set(trunk.state_dict()) == {"sentence_head.1.weight",
+                                                                  "sentence_head.1.bias"}
     assert max(r["step"] for r in zoo.metrics("albert-sop-128", SCALE)) == args["albert-sop-128"].steps
     key = zoo.entry_key(branch_entry, SCALE)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(zoo.ENTRIES, zoo.TRUNK, dataclasses.replace(trunk_entry, lr_factor=1.0))
+        mp.setitem(zoo.ENTRIES, zoo_entries.TRUNK, dataclasses.replace(trunk_entry, lr_factor=1.0))
         assert zoo.entry_key(branch_entry, SCALE) != key
     from minialbert.train import TrainArgs, pretrain
     with pytest.raises(ValueError, match="start_state does not fit the model: size mismatch"):

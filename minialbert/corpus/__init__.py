@@ -29,13 +29,15 @@ from pathlib import Path
 
 from ..download import DownloadError, cache_dir, read_checked, write_checked
 from ..sentences import SPLITS, Document, check_split, corpus_stats, split_of, split_sentences, title_hash
+from . import ordered
+from .ordered import ordered_documents
 from .prose import book_paragraphs, course_sentences, decode_text, docstring_paragraphs, rst_paragraphs
 from .pydocs import PACKAGES, package_documents, pydocs_documents
 from .sources import COURSE_SOURCES, Source, archive_files, course_archives, progress
 from .wikitext import wikitext_documents
 
 __all__ = ["COURSE_SOURCES", "Document", "PACKAGES", "Source", "cache_dir", "corpus_stats",
-           "course_corpus_stats", "course_documents", "documents", "package_documents",
+           "course_corpus_stats", "course_documents", "documents", "ordered_documents", "package_documents",
            "pydocs_documents", "split_sentences", "wikitext_documents", "SPLITS"]
 
 
@@ -274,10 +276,13 @@ def format_course_stats(stats: dict[str, dict[str, dict[str, int]]]) -> str:
 
 def documents(name: str = "pydocs", split: str = "train",
               max_documents: int | None = None) -> list[Document] | Iterator[Document]:
-    """Documents of a named corpus ('pydocs', 'course', 'wikitext-2', 'wikitext-103'): a list or a
-    stream."""
+    """Documents of a named corpus ('pydocs', 'course', 'ordered', 'wikitext-2', 'wikitext-103'): a list
+    or a stream. 'ordered' is generated (ordered.py: sentence order readable from cues, a positive
+    control for sentence-order prediction)."""
     if name == "pydocs":
         return pydocs_documents(split, max_documents)
+    if name == ordered.NAME:
+        return ordered_documents(split, max_documents)
     if name == "course":
         return course_documents(split, max_documents)
     stream = wikitext_documents(name, split)

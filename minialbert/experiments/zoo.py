@@ -49,7 +49,7 @@ from ..evaluation import MLMBaselines, evaluate_pretraining
 from ..model import AlbertForPretraining
 from ..scale import Scale
 from ..train import TrainArgs, pretrain
-from .zoo_entries import ENTRIES, TRUNK, Entry
+from .zoo_entries import ENTRIES, Entry
 
 RECIPE_VERSION = 3        # bump when a code change alters what the same settings train to
 ZOO_FORMAT = 1            # the shipped folder's layout (zoo/v<ZOO_FORMAT>/)
