@@ -25,6 +25,7 @@ import pickle
 import re
 import shutil
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import safetensors
@@ -305,6 +306,17 @@ def load_weights(model: nn.Module, path: Path) -> None:
             worst = tensor.abs().nan_to_num(nan=float("inf")).max().item()
             raise ValueError(f"checkpoint file {path} holds unusable weights: {name} reaches {worst:g} "
                              f"(NaN, infinite or above {MAX_ABS_WEIGHT:g}); use an earlier checkpoint")
+
+
+def load_start_state(model: nn.Module, state: Mapping[str, torch.Tensor]) -> None:
+    """Load a trunk's weights into a fresh model (a branch); only a sentence head may be missing."""
+    shapes = {k: v.shape for k, v in model.state_dict().items()}
+    wrong = [k for k in state if k not in shapes or state[k].shape != shapes[k]]
+    missing = [k for k in shapes if k not in state and not k.startswith("sentence_head.")]
+    if wrong or missing:
+        raise ValueError(f"start_state does not fit the model: missing {missing}, unknown or of another "
+                         f"shape {wrong}")
+    model.load_state_dict(state, strict=False)
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> nn.Module:

@@ -38,6 +38,7 @@ from .checkpoint import (
     NonFiniteError,
     checkpoint_to_resume,
     load_optimizer_state,
+    load_start_state,
     load_weights,
     read_config,
     read_json,
@@ -219,8 +220,7 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
              out_dir: str | Path | None = None, resume: bool = False,
              callbacks: Iterable[Callable[[dict], None]] = (), collate_fn: Callable | None = None,
              progress: bool = True, resume_from: str | Path | None = None, device: str | None = None,
-             compile: bool | str = False,
-             start_state: Mapping[str, torch.Tensor] | None = None) -> PretrainResult:
+             compile: bool | str = False, start_state: Mapping | None = None) -> PretrainResult:
     """Pretrain an AlbertForPretraining on `train_data` (a Dataset of example dicts), from scratch or
     from the latest checkpoint in `out_dir` (resume=True), or from a chosen step directory
     (resume_from, e.g. the one before a damaged latest). Each metrics record is passed to every
@@ -247,7 +247,7 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
 def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, *, out_dir: Path | None,
               resume: bool, resume_from: str | Path | None, callbacks: Iterable[Callable[[dict], None]],
               collate_fn: Callable | None, progress: bool, compile: bool | str, rank: int, world: int,
-              device: torch.device, start_state: Mapping[str, torch.Tensor] | None) -> PretrainResult:
+              device: torch.device, start_state: Mapping | None) -> PretrainResult:
     """pretrain's run, in this process (rank of world) on `device`, under the run's lock on rank 0."""
     t0 = time.perf_counter()
     collate_fn = collate_fn or default_collate()
@@ -262,7 +262,7 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, *, out
     scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
     step, history = 0, []
     if ckpt is None and start_state is not None:
-        _start_from(model, start_state)
+        load_start_state(model, start_state)
     if ckpt is not None:
         step, history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler, device,
                                  out_dir)
@@ -405,17 +405,6 @@ def optimizer_step(model: nn.Module, optimizer, scheduler, scaler: torch.amp.Gra
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     return grad_norm, lr
-
-
-def _start_from(model: nn.Module, state: Mapping[str, torch.Tensor]) -> None:
-    """Load a trunk's weights into a fresh model; only a sentence head may be missing from them."""
-    try:
-        missing, unexpected = model.load_state_dict(state, strict=False)
-    except RuntimeError as e:                            # shapes differ
-        raise ValueError(f"start_state does not fit the model: {str(e).splitlines()[-1].strip()}") from None
-    missing = [k for k in missing if not k.startswith("sentence_head.")]
-    if missing or unexpected:
-        raise ValueError(f"start_state does not fit the model: missing {missing}, unexpected {unexpected}")
 
 
 def _restore(ckpt: Path, cfg: AlbertConfig, args: TrainArgs, dataset_size: int, model, optimizer, scheduler,

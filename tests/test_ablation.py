@@ -133,10 +133,10 @@ def test_sop_pairs_carry_an_end_cue_that_the_matched_set_removes():
     documents = [[TOKENIZER.encode(" ".join(rng.choices(words, k=rng.randint(3, 12))) + ".")
                   for _ in range(rng.randint(2, 8))] for _ in range(300)]
     data = examples_from_token_documents(documents, MaskingVocab.from_tokenizer(TOKENIZER), "sop",
-                                         max_seq_len=32, seed=0)
+                                         max_seq_len=32, seed=0, segmenting=ablation.SEGMENTING)
     ends, labels = ablation.segment_ends(data, TOKENIZER), data.sentence_labels
-    # the recipe's cue: truncation cuts the longer run, more often the second, so the first run more
-    # often ends at a sentence end, and the swap turns that into a cue to the order
+    # the earlier cut's cue (the 32-token arms'): truncation cuts the longer run, more often the second,
+    # so the first run more often ends at a sentence end, and the swap turns that into a cue to the order
     first_run = torch.where(labels == 1, ends[:, 1], ends[:, 0])
     second_run = torch.where(labels == 1, ends[:, 0], ends[:, 1])
     assert first_run.float().mean() > second_run.float().mean() + 0.05

@@ -366,7 +366,7 @@ def test_version_2_times_tiles_and_tma_the_first_time_a_shape_runs(monkeypatch):
     q, k, v, do = make_inputs(2, 2, 40, 32, torch.float16, seed=9)
     lengths, sm_scale = torch.tensor([40, 21], device=DEVICE), 32 ** -0.5
     out, lse = v2.forward(q, k, v, lengths, sm_scale, None)
-    grads = v2.backward(do, q, k, v, out, lse, lengths, sm_scale, None)
+    grads = v2.backward(do, q, k, v, out, lse, lengths, sm_scale, None, "atomic")
     tried = [(t, way) for table in (FWD_TILES_V2, BWD_TILES_V2)
              for t in v2.candidate_tiles(table, 32) for way in (False, True)]
     assert sorted(timed) == sorted(tried)
@@ -380,7 +380,7 @@ def test_version_2_times_tiles_and_tma_the_first_time_a_shape_runs(monkeypatch):
     ref.backward(do.double())
     for a, b in zip((out, *grads), (ref, *(t.grad for t in ref_leaves))):
         torch.testing.assert_close(a.double(), b, **TOLERANCE[torch.float16])
-    v2.backward(do, q, k, v, *v2.forward(q, k, v, lengths, sm_scale, None), lengths, sm_scale, None)
+    v2.backward(do, q, k, v, *v2.forward(q, k, v, lengths, sm_scale, None), lengths, sm_scale, None, "atomic")
     assert len(timed) == len(tried)                                      # looked up, not timed again
 
 

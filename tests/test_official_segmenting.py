@@ -14,11 +14,12 @@ import random
 
 import pytest
 
-from minialbert.pretraining_data import (
+from minialbert.pretraining_data import examples_key
+from minialbert.segments import (
     OFFICIAL,
     SEGMENTINGS,
     TWO_SENTENCE_CHUNKS,
-    examples_key,
+    check_segmenting,
     next_sentence_pairs,
     sentence_order_pairs,
 )
@@ -117,6 +118,8 @@ def test_pairs_are_the_official_scripts(objective, short_seq_prob, max_seq_len):
     assert [(s.a, s.b, s.label, s.document) for s in ours] == theirs
     assert ours_rng.random() == theirs_rng.random()             # the same draws, none extra
     assert all(len(s.a) + len(s.b) <= max_seq_len - 3 for s in ours)
+    assert all(s.label == 1 for s in ours if s.other_document)          # B from another document: label 1
+    assert objective == "sop" or all(s.other_document == (s.label == 1) for s in ours)
 
 
 def test_official_sop_has_random_document_negatives_and_the_earlier_cut_has_none():
@@ -132,6 +135,11 @@ def test_official_sop_has_random_document_negatives_and_the_earlier_cut_has_none
     others = [s for s in official if from_other_document(s)]
     assert len(others) > 0.05 * len(official) and all(s.label == 1 for s in others)
     assert not any(from_other_document(s) for s in earlier)
+    # other_document says which: every pair it names, and (B being a run of its own document otherwise)
+    # no other, but for the rare B that also occurs in A's document
+    assert all(s.other_document for s in others) and not any(s.other_document for s in earlier)
+    assert all(from_other_document(s) or s.label == 1 for s in official if s.other_document)
+    assert sum(s.other_document for s in official) == len(others)
 
 
 def test_segmenting_is_in_the_key_of_pairs_but_leaves_the_earlier_keys_as_they_were():
@@ -148,5 +156,4 @@ def test_segmenting_is_in_the_key_of_pairs_but_leaves_the_earlier_keys_as_they_w
     assert key("sop", TWO_SENTENCE_CHUNKS) == examples_key("digest", Tok(), "sop", 32, 1, 1, 0.15, False, 0,
                                                            TWO_SENTENCE_CHUNKS)
     with pytest.raises(ValueError, match="unknown segmenting 'bert'"):
-        from minialbert.pretraining_data import check_segmenting
         check_segmenting("bert")

@@ -16,17 +16,15 @@ from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import (
     COURSE_SEED,
     FORMAT_VERSION,
-    OFFICIAL,
-    TWO_SENTENCE_CHUNKS,
     PretrainingDataset,
     build_examples,
     collate,
     examples_from_token_documents,
-    length_balanced,
     make_dataloader,
     unmasked_ids,
 )
 from minialbert.scale import SCALES
+from minialbert.segments import OFFICIAL, TWO_SENTENCE_CHUNKS, length_balanced
 from minialbert.tokenizer import CLS_ID, MASK_ID, PAD_ID, SEP_ID, Tokenizer
 
 SPECIALS = set(range(5))

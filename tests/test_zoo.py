@@ -173,7 +173,7 @@ def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
         mp.setitem(zoo.ENTRIES, zoo_entries.TRUNK, dataclasses.replace(trunk_entry, lr_factor=1.0))
         assert zoo.entry_key(branch_entry, SCALE) != key
     from minialbert.train import TrainArgs, pretrain
-    with pytest.raises(ValueError, match="start_state does not fit the model: size mismatch"):
+    with pytest.raises(ValueError, match=r"does not fit .* another shape \['albert.pooler.weight'\]"):
         pretrain(zoo.entry_config(branch_entry, SCALE), TrainArgs(objective="sop", steps=1, warmup=0),
                  [], start_state={"albert.pooler.weight": torch.zeros(1)}, progress=False)
     with pytest.raises(ValueError, match="start_state does not fit the model: missing"):

@@ -16,15 +16,9 @@ from pathlib import Path
 import sentencepiece as spm
 
 from ..download import cache_dir, read_checked, write_checked
-from ..pretraining_data import (
-    COURSE_SEED,
-    OFFICIAL,
-    PretrainingDataset,
-    build_examples,
-    documents_digest,
-    examples_key,
-)
+from ..pretraining_data import COURSE_SEED, PretrainingDataset, build_examples, documents_digest, examples_key
 from ..scale import Scale
+from ..segments import OFFICIAL
 from ..tokenizer import TOKENIZER_FORMAT, Tokenizer
 from . import COURSE_CORPUS_SHA256, documents
 
@@ -130,7 +124,7 @@ def course_pretraining_data(objective: str, split: str, scale: Scale, balance_le
 
     balance_lengths: keep only `length_balanced` pairs (the NSP vs SOP ablation's cue-free SOP arm).
     workers: processes building a scale with data_shards (None: every core; the same bytes for any).
-    segmenting: how documents are cut (pretraining_data.SEGMENTINGS; the official code's by default).
+    segmenting: how documents are cut (segments.SEGMENTINGS; the official code's by default).
     max_seq_len: tokens per example (None: the scale's, its preset's positions).
     """
     docs = documents(scale.corpus, split, scale.max_documents)

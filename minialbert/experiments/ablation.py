@@ -14,22 +14,20 @@ For every arm and seed this module measures, on held-out text (the valid and tes
             pairs of each task: the only sentence reading of the MLM-only arm (whose pooler was
             never trained), and the same yardstick for all arms beside a randomly initialised encoder
 
-Shortcuts. SOP's two classes hold the same text, but not always the same segment lengths: a chunk
-grows until a sentence crosses the target length, so the second run of sentences (which holds that
-sentence) is longer on average, and the swap turns that into a cue. `length_shortcut` measures how
-far a classifier that sees nothing but the two segment lengths gets; `length_matched` picks the
-held-out examples on which it is exactly at chance (as many of each label in every (len A, len B)
-cell), and the sentence accuracies are reported on both sets. The `sop-balanced` arm is trained on
-pairs chosen the same way (`pretraining_data.length_balanced`), so it cannot learn the cue at all.
-Where a segment is cut is a second cue: truncation trims the longer segment (usually the second run)
-at a random end, so it often ends mid-sentence while the other ends at a sentence end. `segment_ends`
-reads each segment's end type from its tokens, `end_shortcut` measures how far that alone gets, and
-`length_matched` given the tokenizer also matches end types, so neither cue says anything there.
+Shortcuts. SOP's two classes hold the same text, but not always the same segment lengths: in the arms'
+cut (SEGMENTING, not the official one) a chunk grows until a sentence crosses the target length, so the
+second run (which holds that sentence) is longer on average, and the swap makes it a cue. `length_shortcut`
+measures how far a classifier that sees only the two segment lengths gets; `length_matched` picks the
+held-out examples on which it is exactly at chance (as many of each label in every (len A, len B) cell),
+and sentence accuracies are reported on both sets. The `sop-balanced` arm trains on pairs chosen the same
+way (`segments.length_balanced`), so it cannot learn the cue at all.
+Where a segment is cut is a second cue: truncation trims the longer segment (usually the second run) at
+a random end, so it often ends mid-sentence. `segment_ends` reads each segment's end type, `end_shortcut`
+how far that alone gets; `length_matched` given the tokenizer also matches end types.
 
-Curves: each arm's own sentence head on its own task over training, read from the zoo's training
-metrics (the shipped zoo keeps checkpoints for albert-sop alone): the step at which each crosses 60%
-and at which its interval leaves chance. Downstream: every arm and seed fine-tuned
-on the offline single-sentence and sentence-pair tasks (`finetune.learning_curve`).
+Curves: each arm's own head on its own task over training (the zoo's metrics): the step at which it
+crosses 60% and at which its interval leaves chance. Downstream: every arm and seed fine-tuned on the
+offline single-sentence and sentence-pair tasks (`finetune.learning_curve`).
 """
 
 from __future__ import annotations
@@ -48,15 +46,16 @@ from ..config import OBJECTIVES
 from ..corpus.course_data import course_pretraining_data, course_tokenizer
 from ..evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics, wilson_interval
 from ..model import AlbertForPretraining
-from ..pretraining_data import PretrainingDataset, collate, length_balanced, unmasked_ids
+from ..pretraining_data import PretrainingDataset, collate, unmasked_ids
 from ..scale import Scale
+from ..segments import TWO_SENTENCE_CHUNKS, length_balanced
 from ..tokenizer import Tokenizer
 from . import zoo
 from .finetune import FinetuneArgs, curve_summary, learning_curve
 from .tasks import load_task
 
 ARMS = (*OBJECTIVES, "sop-balanced")      # each objective, and SOP on length-balanced pairs
-SENTENCE_TASKS = ("nsp", "sop")
+SEGMENTING, SENTENCE_TASKS = TWO_SENTENCE_CHUNKS, ("nsp", "sop")    # the 32-token arms' cut; pair tasks
 DOWNSTREAM_TASKS = ("shuffled-words", "next-sentence")      # one single-sentence task, one pair task
 SENTENCE_FINAL = re.compile(r"""[.!?:]["'’”»)\]]*$""")   # a piece that ends a sentence: . ! ? :, closers
 CLOSING = re.compile(r"""["'’”»)\]]+""")                   # a piece that only closes: quotes, brackets
@@ -113,10 +112,10 @@ def sampled(dataset: PretrainingDataset, max_examples: int | None, seed: int = 0
 
 
 def heldout(objective: str, scale: Scale) -> PretrainingDataset:
-    """The course's held-out pretraining examples of one objective: the valid and the test split (a
-    fixed seeded sample of scale.eval_examples of them where the scale caps it)."""
-    return sampled(joined(course_pretraining_data(objective, "valid", scale),
-                          course_pretraining_data(objective, "test", scale)), scale.eval_examples)
+    """The course's held-out pretraining examples of one objective, cut as the arms' were (SEGMENTING): the
+    valid and the test split (a fixed seeded sample of scale.eval_examples where the scale caps it)."""
+    return sampled(joined(*(course_pretraining_data(objective, split, scale, segmenting=SEGMENTING)
+                            for split in ("valid", "test"))), scale.eval_examples)
 
 
 def segment_lengths(dataset: PretrainingDataset) -> torch.Tensor:
@@ -374,7 +373,8 @@ def run_ablation(arms: Sequence[str], scale: Scale, sizes: AblationSizes, finetu
         raise ValueError(f"seeds must be an integer >= 1, got {sizes.seeds!r}")
     t0 = time.perf_counter()
     data = {objective: heldout(objective, scale) for objective in OBJECTIVES}
-    probe_train = {task: course_pretraining_data(task, "train", scale) for task in SENTENCE_TASKS}
+    probe_train = {task: course_pretraining_data(task, "train", scale, segmenting=SEGMENTING)
+                   for task in SENTENCE_TASKS}
     tokenizer = course_tokenizer(scale)
     matched = {task: length_matched(data[task], tokenizer=tokenizer) for task in SENTENCE_TASKS}
     result = {"scale": scale.name, "arms": list(arms), "seeds": list(range(sizes.seeds)),

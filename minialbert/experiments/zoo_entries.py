@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..pretraining_data import OFFICIAL, TWO_SENTENCE_CHUNKS
+from ..segments import OFFICIAL, TWO_SENTENCE_CHUNKS
 
 
 @dataclass(frozen=True)
@@ -23,12 +23,12 @@ class Entry:
     budget: str = "zoo"               # zoo: scale.zoo_steps; lesson: scale.pretrain_steps (lesson 05);
                                       # long: 4 x scale.zoo_steps (the schedule stretched, not continued);
                                       # trunk: scale.zoo_steps / 2; branch: scale.zoo_steps / 4
-    balanced: bool = False            # train on length-balanced pairs (pretraining_data.length_balanced)
+    balanced: bool = False            # train on length-balanced pairs (segments.length_balanced)
     lr_factor: float = 1.0            # the scale's learning rate times this
     warmup_factor: float = 1.0        # the scale's warmup steps times this (at most the entry's steps)
     optimizer: str | None = None      # lamb | adamw (None: the scale's)
     threads: int | None = None        # torch threads of its build (None: the scale's zoo_threads)
-    segmenting: str = OFFICIAL        # how its pairs are cut (pretraining_data.SEGMENTINGS)
+    segmenting: str = OFFICIAL        # how its pairs are cut (segments.SEGMENTINGS)
     start_from: str | None = None     # the entry whose final weights it starts from (a branch of a trunk)
 
 

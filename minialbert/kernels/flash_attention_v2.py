@@ -20,15 +20,11 @@ call was time on the host, and its backward multiplied 7 tiles per tile pair whe
   (key/value in the forward; query, output and its gradient in the backward) through TMA, tensor
   descriptors the GPU copies by (tuning.hopper_tma); tuning keeps it only where it is faster.
 
-The atomic dQ mode is not correct compiled on Hopper: on an H200 it lost whole rows of atomic adds at
-N = 1000 (d = 64 and 128, every launch setting tried;
-assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json).
-On sm_90 Triton compiles those adds to Hopper's vectorized `red.global.add.v4.f32`. Version 1 stays the
-default; the interpreter passes every test in every mode. How dQ's shares meet is a choice,
-backward(..., dq_mode) (DQ_MODES; fused_attention passes its `dq` through). The default, DEFAULT_DQ, is
-"two_phase", the mode with no atomics and one backward launch; "atomic" runs only when asked for by name,
-and fused_attention warns on sm_90 that it lost rows there. Which mode is right and fastest on a GPU is
-unmeasured (a lent GPU settles it).
+The atomic dQ mode lost whole rows of adds compiled on an H200 at N = 1000 (d = 64 and 128, every launch
+setting; assets/benchmarks/kernel_dq_diagnostic_nvidia-h200.json): sm_90's vectorized `red.global.add.v4.f32`.
+So the default dQ mode (DEFAULT_DQ) is "two_phase" (no atomics, one backward launch), "atomic" runs only when
+named (fused_attention warns on sm_90), and version 1 stays the default kernel. Which mode is right and
+fastest on a GPU is unmeasured. backward(..., dq_mode) takes one of DQ_MODES (fused_attention's `dq`):
 - "atomic": atomic adds as Triton vectorizes them;
 - "scalar": the same adds, but the accumulator's column offsets are multiplied by a run-time step (1) that
   the compiler may not specialize, so it cannot prove them contiguous and emits scalar `red.global.add.f32`;

@@ -44,12 +44,12 @@ def _pair_inputs(g, trial):
 
 
 def _sop_pair(a, b, other, swap):
-    """pretraining_data.sentence_order_pairs' rule: label 1 = the two segments swapped."""
+    """segments.sentence_order_pairs' rule: label 1 = the two segments swapped."""
     return (b, a, 1) if swap else (a, b, 0)
 
 
 def _nsp_pair(a, b, other, use_random):
-    """pretraining_data.next_sentence_pairs' rule: label 1 = B is text from another document."""
+    """segments.next_sentence_pairs' rule: label 1 = B is text from another document."""
     return (a, other, 1) if use_random else (a, b, 0)
 
 
