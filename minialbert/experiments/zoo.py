@@ -47,6 +47,7 @@ from ..corpus.course_data import course_pretraining_data, pretraining_data_key
 from ..download import cache_dir, sha256_of, write_json
 from ..evaluation import MLMBaselines, evaluate_pretraining
 from ..model import AlbertForPretraining
+from ..pretraining_dataset import PretrainingDataset
 from ..scale import Scale
 from ..train import TrainArgs, pretrain
 from .zoo_entries import ENTRIES, Entry
@@ -115,6 +116,14 @@ def entry_key(e: Entry, scale: Scale) -> str:
 def entry_seq_len(e: Entry, scale: Scale) -> int:
     """Tokens per pretraining example of an entry: its model's positions (the scale's, unless changed)."""
     return entry_config(e, scale).max_position_embeddings
+
+
+def entry_data(name: str, split: str, scale: Scale) -> PretrainingDataset:
+    """The pretraining set an entry trains on ("train") or its held-out pairs, cut the same way ("valid",
+    "test"): its objective's examples, at its length, with its segmenting and length balancing."""
+    e = entry(name)
+    return course_pretraining_data(e.objective, split, scale, e.balanced, segmenting=e.segmenting,
+                                   max_seq_len=entry_seq_len(e, scale))
 
 
 def cache_entry_dir(e: Entry, scale: Scale) -> Path:
@@ -248,9 +257,7 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
            callbacks: Iterable[Callable[[dict], None]] = (), device: str | None = None,
            compile: bool | str = False) -> None:
     args = entry_args(e, scale)
-    data = dict(segmenting=e.segmenting, max_seq_len=entry_seq_len(e, scale))
-    train = course_pretraining_data(e.objective, "train", scale, e.balanced, **data)
-    valid = course_pretraining_data(e.objective, "valid", scale, e.balanced, **data)
+    train, valid = entry_data(e.name, "train", scale), entry_data(e.name, "valid", scale)
     # a branch starts from its trunk's final weights (the trunk is built first where it is missing)
     start_state = load(e.start_from, scale, progress).state_dict() if e.start_from else None
     with run_lock(run_dir):          # a second build of this entry stops here, naming the first's PID
