@@ -300,7 +300,8 @@ class AlbertForPretraining(nn.Module):
         self.albert = AlbertModel(cfg)
         self.mlm_head = MaskedLMHead(cfg, self.albert.embeddings.word_embeddings)
         self.sentence_head = None
-        if sentence_task is not None:
+        if sentence_task is not None:          # dropout first, as transformers' AlbertSOPHead; the official
+            # run_pretraining.py head has none (classifier_dropout_prob=0.0 builds the official one)
             self.sentence_head = nn.Sequential(nn.Dropout(cfg.classifier_dropout_prob),
                                                nn.Linear(cfg.hidden_size, 2))
         self.apply(lambda m: init_weights(m, cfg.initializer_range))

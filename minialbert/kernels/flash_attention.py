@@ -3,9 +3,10 @@
 Forward: a program keeps one BLOCK_M tile of queries on chip and streams BLOCK_N tiles of keys and
 values past it, keeping a running max and sum per row (the online softmax, in base 2), so the N x N
 score matrix never reaches memory. It saves the log-sum-exp (base 2) for the backward.
-Backward (FlashAttention-2, non-causal): delta = rowsum(dO * O); one kernel streams query tiles past a
-key tile to build dK and dV, another streams key tiles past a query tile to build dQ; both recompute
-P from the saved log-sum-exp instead of storing it.
+Backward (non-causal), split into passes: delta = rowsum(dO * O); one kernel streams query tiles past a
+key tile to build dK and dV, a separate one streams key tiles past a query tile to build dQ; both
+recompute P from the saved log-sum-exp instead of storing it. (FlashAttention-2's backward builds dQ in
+the key-tile loop itself, adding each tile's share atomically: flash_attention_v2's atomic dQ mode.)
 
 Key padding: sequence b has key_lengths[b] real tokens followed by padding. Key tiles past the length
 are never visited (work scales with the real length), the one partial tile is masked, padded query
