@@ -40,8 +40,8 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
                  eval_examples=args.eval_examples, checkpoint_every=args.checkpoint_every,
                  keep_last=args.keep_last)
     train_args = TrainArgs.from_scale(scale, **{k: v for k, v in given.items() if v is not None})
-    train = course_pretraining_data(train_args.objective, "train", scale)
-    valid = course_pretraining_data(train_args.objective, "valid", scale)
+    train, valid = (course_pretraining_data(train_args.objective, split, scale, segmenting=args.segmenting)
+                    for split in ("train", "valid"))
     try:
         result = pretrain(cfg, train_args, train, valid, out_dir=args.out, resume=args.resume,
                           progress=not args.quiet, resume_from=args.resume_from, device=args.device,

@@ -17,6 +17,7 @@ from .compiling import COMPILE_MODES
 from .config import OBJECTIVES
 from .optim import OPTIMIZERS
 from .scale import SCALES
+from .segments import OFFICIAL, SEGMENTINGS
 from .train import TrainArgs
 
 TRAIN_DEFAULTS = TrainArgs()        # the training arguments' own defaults, for the help texts
@@ -106,6 +107,9 @@ def add_pretrain(command: Callable[..., Parser]) -> None:
     pre.add_argument("--objective", choices=list(OBJECTIVES),
                      help="mlm alone, mlm + next-sentence prediction, or mlm + sentence-order prediction "
                           f"(default: {TRAIN_DEFAULTS.objective})")
+    pre.add_argument("--segmenting", choices=list(SEGMENTINGS), default=OFFICIAL,
+                     help="how documents are cut into pairs: the official code's, or the course's earlier "
+                          "cut that the shipped 32-token zoo was trained on (default: official)")
     pre.add_argument("--steps", type=int, help="optimizer steps (default: the scale's)")
     pre.add_argument("--batch-size", type=int,
                      help="global batch size over all processes (default: the scale's)")

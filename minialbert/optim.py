@@ -23,7 +23,7 @@ FUSED = {"qkv.weight": 3}           # fused parameters (by name ending) -> how m
 NO_DECAY = ("LayerNorm", "layer_norm", "bias")   # the official exclude_from_weight_decay patterns
 
 
-def param_groups(model: nn.Module, weight_decay: float, split_fused: bool = True) -> list[dict]:
+def param_groups(model: nn.Module, weight_decay: float, split_fused: bool = False) -> list[dict]:
     """Groups by parameter name: decayed and trust-ratio adapted, or neither (LayerNorm, biases, last).
     With split_fused, a fused weight (FUSED: q, k, v in one) is a group of its own whose trust ratio is
     taken per variable (`variables`); an optimizer without trust ratios treats it as any decayed weight.

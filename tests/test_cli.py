@@ -157,7 +157,8 @@ def test_the_documented_pretraining_command_is_lesson_05s_zoo_run(env, tmp_path)
     # same bytes as the zoo's lesson-albert-sop, so the zoo's evaluation of that entry is the command's
     # result.
     res = run(["pretrain", "--objective", "sop", "--set", "num_layers=2", "--threads", "1",
-               "--out", str(tmp_path / "sop"), "--quiet"], env, timeout=300)
+               "--segmenting", "two-sentence-chunks", "--out", str(tmp_path / "sop"), "--quiet"], env,
+              timeout=300)
     assert res.returncode == 0, res.stderr
     res = run(["zoo", "--only", "lesson-albert-sop", "--quiet"], env, timeout=300)
     assert res.returncode == 0, res.stderr

@@ -58,7 +58,7 @@ def test_zero_weights_get_plain_adam_step():
 def test_param_groups_exclude_layernorm_and_bias_and_count_tied_once():
     cfg = AlbertConfig.preset("ci-albert")
     model = AlbertForPretraining(cfg, sentence_task="sop")
-    decay, no_decay = param_groups(model, 0.01, split_fused=False)
+    decay, no_decay = param_groups(model, 0.01)
     names = {id(p): n for n, p in model.named_parameters()}
     assert decay["weight_decay"] == 0.01 and decay["layer_adaptation"]
     assert no_decay["weight_decay"] == 0.0 and not no_decay["layer_adaptation"]
@@ -80,7 +80,7 @@ def test_lamb_takes_one_trust_ratio_per_query_key_and_value_of_the_fused_weight(
     with torch.no_grad():                                   # q, k, v of very different sizes
         sizes = torch.tensor([1.0, 5.0, 0.2], dtype=torch.float64).repeat_interleave(qkv.shape[0] // 3)
         qkv.mul_(sizes[:, None])
-    groups = param_groups(model, 0.01)
+    groups = param_groups(model, 0.01, split_fused=True)
     fused = [g for g in groups if g.get("variables")]
     assert len(fused) == 1 and fused[0]["variables"] == 3 and fused[0]["params"] == [qkv]
     assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))

@@ -503,9 +503,9 @@ def draw_nsp_vs_sop() -> Figure:
         y -= 0.95
     ax.text(W / 2, 0.75, "The paper (Table 5): a model trained on NSP is at chance on SOP; one trained on "
             "SOP solves NSP well above chance.", ha="center", va="center", fontsize=SMALL, color=GREY)
-    ax.text(W / 2, 0.4, "Code: minialbert.segments.next_sentence_pairs and sentence_order_pairs, "
-            "which cut the same chunks, so the two tasks differ only in their negatives.", ha="center",
-            va="center", fontsize=SMALL, color=GREY)
+    ax.text(W / 2, 0.4, "Code: minialbert.segments.next_sentence_pairs and sentence_order_pairs, as the "
+            "official code: a chunk of one sentence takes B from another document in SOP too.",
+            ha="center", va="center", fontsize=SMALL, color=GREY)
     return fig
 
 

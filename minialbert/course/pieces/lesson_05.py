@@ -122,7 +122,7 @@ def _decay_exclusion(excluded_fn, g, trial) -> tuple[str | None, float]:
              AlbertForSequenceClassification(CHECK_CONFIG, 3),
              AlbertForPretraining(CHECK_CONFIG.replace(embedding_size=12, embedding_projection=False)),
              )[trial % 3]
-    no_decay = param_groups(model, weight_decay=0.01)[-1]
+    _, no_decay = param_groups(model, weight_decay=0.01)
     package = {id(p) for p in no_decay["params"]}
     for name, p in model.named_parameters():
         yours = excluded_fn(name)
