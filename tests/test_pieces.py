@@ -345,3 +345,76 @@ def test_corrupt_with_the_wrong_shares_is_caught(capsys):
 def test_an_unknown_piece_is_an_error():
     with pytest.raises(ValueError, match="unknown piece 'atention'; the pieces: "):
         check("atention", attention)
+
+
+# ------------------------------------------------------------------ wrong answers never right, and no raise
+
+
+@pytest.mark.parametrize("name, piece, said", [
+    ("attention", lambda *a: attention(*a) + 1j, "it returns complex numbers (a torch.complex64 tensor)"),
+    ("attention", lambda *a: attention(*a) + 0j, "it returns complex numbers (a torch.complex64 tensor)"),
+    ("embedding_parameters", lambda V, E, H: complex(embedding_parameters(V, E, H)), "it returns complex"),
+    ("whole_words", lambda ids, vocab: [[p + 0j for p in word] for word in whole_words(ids, vocab)],
+     "it returns complex numbers (such as ("),
+])
+def test_a_complex_result_is_wrong_even_when_its_real_part_is_right(capsys, name, piece, said):
+    """Comparing drops no imaginary part: the package's result is real, so a complex one is wrong."""
+    ok, out = verdict(capsys, name, piece)
+    assert not ok and out.startswith(f"{name}: wrong: ") and said in out, out
+
+
+def test_a_result_on_the_meta_device_is_named(capsys):
+    ok, out = verdict(capsys, "attention", lambda *a: attention(*a).to("meta"))
+    assert not ok and out.startswith("attention: wrong: it returns a tensor on the meta device"), out
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("this message cannot be printed")
+
+
+class Faceless:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+def raise_unprintable(*args):
+    raise Unprintable()
+
+
+def test_an_exception_that_cannot_be_printed_is_still_one_line(capsys):
+    ok, out = verdict(capsys, "attention", raise_unprintable)
+    assert not ok and out.startswith("attention: wrong: your code raised Unprintable (its message cannot be "
+                                     "printed); the rest of the lesson uses the package's version"), out
+
+
+def test_a_result_that_cannot_be_printed_is_still_one_line(capsys):
+    ok, out = verdict(capsys, "embedding_parameters", lambda V, E, H: Faceless())
+    assert not ok and out.startswith("embedding_parameters: wrong: yours gives a Faceless (it cannot be "
+                                     "printed), the package's 1"), out
+
+
+def test_a_not_written_piece_whose_message_cannot_be_printed_is_one_line(capsys):
+    class Unwritten(NotImplementedError):
+        def __str__(self):
+            raise RuntimeError("no")
+
+    def attention(q, k, v, attend):
+        raise Unwritten()
+    ok, out = verdict(capsys, "attention", attention)
+    assert not ok and out.startswith("attention: not written yet (its message cannot be printed)"), out
+
+
+@pytest.mark.parametrize("code", [0, 1, "bye"])
+def test_a_piece_that_calls_exit_does_not_end_the_kernel(capsys, code):
+    def exits(*args):
+        raise SystemExit(code)
+    ok, out = verdict(capsys, "attention", exits)
+    assert not ok and out.startswith("attention: wrong: your code called exit() (it raised SystemExit)"), out
+
+
+def test_the_learner_can_still_stop_a_check_with_an_interrupt():
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        check("attention", interrupted)

@@ -12,9 +12,14 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from minialbert.config import IGNORE_INDEX
 from minialbert.course.pieces import PIECES, check
+from minialbert.course.pieces.checking import CHECK_CONFIG
+from minialbert.course.pieces.runs import compare_run
+from minialbert.experiments.synthetic import permutation_chains
 from minialbert.masking import MaskingVocab, corrupt, ngram_mask, whole_words
+from minialbert.model import AlbertForPretraining
+from minialbert.optim import make_optimizer
 from minialbert.pretraining_data import collate
-from minialbert.train import StepBatches
+from minialbert.train import StepBatches, TrainArgs, pretrain
 
 # ------------------------------------------------------------------ written as a learner would
 
@@ -223,3 +228,123 @@ def test_span_placement_check_uses_the_packages_budget_rule():
     labels = ngram_mask([7] * 37, vocab, random.Random(0)).mlm_labels
     assert sum(label != IGNORE_INDEX for label in labels) == mask_budget(37, 0.15) == round(37 * 0.15)
     assert math.isclose(0.15 * 37, 5.55)
+
+
+# ------------------------------------------------------------------ the lesson's run with your pieces
+
+
+def training_step(model, batch, optimizer, scheduler, clip_norm):
+    loss = model(**batch).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+    return loss.item()
+
+
+def diverging_step(at: int, calls: list):
+    """A right step until its call number `at`, which starts from weights gone NaN (its calls counted)."""
+    def step(model, batch, optimizer, scheduler, clip_norm):
+        calls.append(len(calls) + 1)
+        if len(calls) == at:
+            with torch.no_grad():
+                next(model.parameters()).fill_(math.nan)
+        return training_step(model, batch, optimizer, scheduler, clip_norm)
+    return step
+
+
+PIECES_IN_USE = {"training_loop": True, "training_step": True, "lr_factor": False}
+
+
+@pytest.fixture(scope="module")
+def lesson_run():
+    """Lesson 05's comparison in small: (a run of the learner's loop given a step, the package's losses)."""
+    cfg = CHECK_CONFIG.replace(vocab_size=30)
+    args = TrainArgs(objective="mlm", steps=20, batch_size=8, lr=0.05, warmup=5, optimizer="adamw",
+                     eval_every=100, checkpoint_every=0)
+    data = permutation_chains(64, cfg.vocab_size, length=10)
+    theirs = [r["loss"] for r in pretrain(cfg, args, data, progress=False).history if r["split"] == "train"]
+
+    def run(step, loop=training_loop):
+        torch.manual_seed(args.seed)
+        model = AlbertForPretraining(cfg, sentence_task=None)
+        optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
+        return loop(model, optimizer, lr_factor, data, None, args, step, lambda model, data: {})
+    return run, theirs
+
+
+def test_a_run_with_right_pieces_matches_the_package_in_one_line(capsys, lesson_run):
+    run, theirs = lesson_run
+    ours = compare_run(run, training_step, PIECES_IN_USE, theirs)
+    out = capsys.readouterr().out
+    assert ours is not None and len(ours) == 20 and out.count("\n") == 1, out
+    assert out.startswith("20 steps with your training_loop, your training_step and the package's lr_factor: "
+                          "loss "), out
+    assert "the same as minialbert.train.pretrain" in out
+
+
+def test_a_step_that_passes_its_check_but_diverges_stops_the_run_at_that_step(capsys, lesson_run):
+    """It used to end in a raw `AssertionError: Tensor-likes are not close! ... nan at index (9,)`."""
+    assert check("training_step", diverging_step(10, []))           # 9 calls: right
+    capsys.readouterr()
+    run, theirs = lesson_run
+    calls = []
+    assert compare_run(run, diverging_step(10, calls), PIECES_IN_USE, theirs) is None
+    out = capsys.readouterr().out
+    assert out == ("your training run diverged: the loss is nan at step 10 of 20, so it stopped there; the "
+                   "pieces in use: your training_loop, your training_step and the package's lr_factor\n"), out
+    assert calls == list(range(1, 11)), "the run went on after it diverged"
+
+
+def test_a_loop_that_swallows_the_stop_is_still_told_where_it_diverged(capsys, lesson_run):
+    def stubborn_loop(*args):
+        step = args[6]
+
+        def carry_on(*a):
+            try:
+                return step(*a)
+            except Exception:
+                return 0.0
+        return training_loop(*args[:6], carry_on, *args[7:])
+    run, theirs = lesson_run
+    ours = compare_run(lambda step: run(step, stubborn_loop), diverging_step(4, []), PIECES_IN_USE, theirs)
+    assert ours is None
+    out = capsys.readouterr().out
+    assert out.startswith("your training run diverged: the loss is nan at step 4 of 20"), out
+
+
+def test_a_run_that_differs_names_the_first_step_in_one_line(capsys, lesson_run):
+    def unclipped(model, batch, optimizer, scheduler, clip_norm):
+        return training_step(model, batch, optimizer, scheduler, 1e9)
+    run, theirs = lesson_run
+    assert compare_run(run, unclipped, PIECES_IN_USE, theirs) is None
+    out = capsys.readouterr().out
+    assert out.startswith("your training run differs from minialbert.train.pretrain from step "), out
+    assert " of 20: loss " in out and out.count("\n") == 1, out
+    assert out.endswith("the pieces in use: your training_loop, your training_step and the package's "
+                        "lr_factor\n"), out
+
+
+@pytest.mark.parametrize("history, said", [
+    ([{"step": 1, "split": "train", "loss": 2.0}, {"step": 2, "split": "train", "loss": math.inf}],
+     "your training run diverged: the loss is inf at step 2 of 2; the pieces in use: your training_loop"),
+    ([{"step": 1, "split": "train", "loss": 2.0}], "your training run has 1 training step, the package's 2"),
+    (None, "your training run returned None, not the history (a list of records with a 'step')"),
+])
+def test_a_history_that_is_not_finite_or_not_complete_is_one_line(capsys, history, said):
+    assert compare_run(lambda step: history, training_step, {"training_loop": True}, [2.0, 1.0]) is None
+    out = capsys.readouterr().out
+    assert out.startswith(said) and out.count("\n") == 1, out
+
+
+@pytest.mark.parametrize("error, said", [
+    (ZeroDivisionError("division by zero"), "your code raised ZeroDivisionError: division by zero"),
+    (SystemExit(1), "your code called exit() (it raised SystemExit), which would end the notebook's kernel"),
+])
+def test_a_run_that_raises_or_exits_is_one_line(capsys, error, said):
+    def run(step):
+        raise error
+    assert compare_run(run, training_step, {"training_loop": True}, [2.0]) is None
+    out = capsys.readouterr().out
+    assert out == f"your training run stopped: {said}; the pieces in use: your training_loop\n", out

@@ -122,3 +122,59 @@ def test_self_check_accepts_its_answers_and_rejects_others(path):
         assert line.split(": right. ", 1)[1] not in student, line
     blank = printed(student, {})
     assert len(blank) == len(answers) and all("no answer yet" in line for line in blank), blank
+
+
+# ------------------------------------------------------------------ unreadable answers, and bad digits
+
+
+class Unreadable:
+    """An answer whose text cannot be read: its __str__ raises (an error whose message cannot be printed
+    either, when `quiet`)."""
+
+    def __init__(self, quiet=False):
+        self.quiet = quiet
+
+    def __str__(self):
+        raise (Silent() if self.quiet else RuntimeError("no text here"))
+
+
+class Silent(Exception):
+    def __str__(self):
+        raise RuntimeError("no")
+
+
+class BadShape:
+    @property
+    def ndim(self):
+        raise RuntimeError("ndim is broken")
+
+
+class BadItem:
+    ndim = 0
+
+    def item(self):
+        raise RuntimeError("item is broken")
+
+
+@pytest.mark.parametrize("answer, said", [
+    (torch.tensor(749.0, device="meta"), "Tensor.item() cannot be called on meta tensors"),
+    (Unreadable(), "RuntimeError: no text here"),
+    (Unreadable(quiet=True), "Silent (its message cannot be printed)"),
+    (BadShape(), "RuntimeError: ndim is broken"), (BadItem(), "RuntimeError: item is broken"),
+])
+@pytest.mark.parametrize("digits", [0, None])
+def test_an_answer_that_cannot_be_read_is_one_line(answer, said, digits, capsys):
+    q = Question(4, answer_digest(749, digits), why=seal("ok", 749, digits), digits=digits)
+    q.check(answer)
+    out = capsys.readouterr().out
+    assert out.startswith("question 4: could not read your answer (") and said in out, out
+    assert out.count("\n") == 1, out
+    assert not q.is_right(answer)
+
+
+@pytest.mark.parametrize("digits", [-1, 1.5, True, "2"])
+def test_digits_must_be_a_whole_number_of_decimals(digits):
+    with pytest.raises(ValueError, match=r"^digits must be a whole number of decimals, 0 or more \(or None "):
+        question_source(1, 749, why="ok", digits=digits)
+    with pytest.raises(ValueError, match=r"^digits must be a whole number"):
+        Question(1, answer_digest(749, 0), why="ok", digits=digits)

@@ -7,7 +7,8 @@ An author prints the line for the lesson once:
 Answers are compared after normalising: text ignores case and runs of whitespace, numbers are
 rounded to `digits` decimals. A number may be given as a 0-d tensor or array or a numpy scalar
 (`torch.tensor(749)`, `x.sum()`, `np.float32(0.75)`): it counts as the number it holds. The hash hides
-the answer from a glance, not from guessing.
+the answer from a glance, not from guessing. `check` never raises for an answer: one it cannot read
+(a meta tensor, an object whose text cannot be made) gets one line saying so.
 """
 
 from __future__ import annotations
@@ -15,6 +16,36 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
+
+UNPRINTABLE = "its message cannot be printed"
+
+
+def message_line(error: BaseException) -> str | None:
+    """The first line of an exception's message ('' when it has none); None when it cannot be printed
+    (its __str__ raises)."""
+    try:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    except Exception:
+        return None
+    return lines[0] if lines else ""
+
+
+def exception_line(error: BaseException) -> str:
+    """An exception in one line: `Type: first line of its message`, `Type` when it has no message, or
+    `Type (its message cannot be printed)`."""
+    line = message_line(error)
+    return type(error).__name__ + (f" ({UNPRINTABLE})" if line is None else f": {line}" if line else "")
+
+
+def check_digits(digits: object) -> None:
+    """Raise a one-line ValueError unless `digits` is None (a text answer) or a whole number >= 0."""
+    if digits is not None and (not isinstance(digits, int) or isinstance(digits, bool) or digits < 0):
+        raise ValueError(f"digits must be a whole number of decimals, 0 or more (or None for a text answer), "
+                         f"not {digits!r}")
+
+
+class UnreadableAnswer(ValueError):
+    """An answer whose text cannot be read (reading it raised): the message says what was raised."""
 
 
 def as_python(answer: object) -> object:
@@ -24,14 +55,24 @@ def as_python(answer: object) -> object:
     return answer
 
 
+def answer_text(answer: object) -> str:
+    """The text of an answer (of the number it holds, for a 0-d tensor or array or a numpy scalar).
+    Raises UnreadableAnswer when reading it raises (a meta tensor, a __str__ that fails)."""
+    try:
+        return str(as_python(answer))
+    except Exception as e:
+        raise UnreadableAnswer(exception_line(e)) from e
+
+
 def normalise(answer: object, digits: int | None = None) -> str:
     """The canonical text of an answer: a number rounded to `digits` decimals when digits is given,
     else the text lower-cased with runs of whitespace made single spaces."""
-    answer = as_python(answer)
+    check_digits(digits)
+    text = answer_text(answer)
     if digits is not None:
-        number = float(str(answer).replace(",", "").replace("_", "").strip())   # ValueError if not a number
+        number = float(text.replace(",", "").replace("_", "").strip())   # ValueError if not a number
         return f"{round(number, digits) + 0.0:.{digits}f}"           # + 0.0 turns -0.0 into 0.0
-    return " ".join(str(answer).lower().split())
+    return " ".join(text.lower().split())
 
 
 def answer_digest(answer: object, digits: int | None = None) -> str:
@@ -56,6 +97,7 @@ def unseal(sealed: str, answer: object, digits: int | None = None) -> str:
 def question_source(number: int, answer: object, why: str, hint: str | None = None,
                     digits: int | None = None) -> str:
     """The line a lesson holds for one question: `Question(...).check(answer_<number>)`."""
+    check_digits(digits)
     args = [repr(number), repr(answer_digest(answer, digits)), f"why={seal(why, answer, digits)!r}"]
     args += [f"hint={hint!r}"] * (hint is not None) + [f"digits={digits}"] * (digits is not None)
     return f"Question({', '.join(args)}).check(answer_{number})"
@@ -72,17 +114,26 @@ class Question:
     hint: str = "look again at the section of the lesson it asks about, then try again"
     digits: int | None = None        # None: a text answer; an int: a number rounded to these decimals
 
+    def __post_init__(self):
+        check_digits(self.digits)
+
     def is_right(self, answer: object) -> bool:
         try:
             return answer_digest(answer, self.digits) == self.digest
-        except ValueError:            # text given where a number is expected
+        except ValueError:            # text given where a number is expected, or an unreadable answer
             return False
 
     def check(self, answer: object) -> None:
-        """Print whether `answer` is right, with a one-line explanation or a hint."""
+        """Print whether `answer` is right, with a one-line explanation or a hint. Never raises."""
         if answer is Ellipsis:
             print(f"question {self.number}: no answer yet (replace the ... with yours)")
-        elif self.is_right(answer):
+            return
+        try:
+            answer = answer_text(answer)      # read once: the same text is checked and unseals the why
+        except UnreadableAnswer as e:
+            print(f"question {self.number}: could not read your answer ({e}); give a number or a text")
+            return
+        if self.is_right(answer):
             print(f"question {self.number}: right. {unseal(self.why, answer, self.digits)}")
         elif self.digits is not None and not _is_number(answer):
             print(f"question {self.number}: wrong: the answer is a number ({self.digits} decimals)")

@@ -13,15 +13,18 @@ The learner's piece and the package's run on the same random inputs (module piec
 random weights, compared on outputs and on every parameter's gradient); the verdict is one line
 naming what differs: the shape, the first differing position, a parameter's name, or a known
 mistake the output matches. `check` never raises, so a wrong or missing piece never stops a lesson:
-the lesson goes on with the package's version. It returns whether the piece is right.
+the lesson goes on with the package's version (an exception that cannot be printed, or a call to exit(),
+gets its one line too; only an interrupt, Ctrl-C, goes through). It returns whether the piece is right.
+A run of the lesson's training with the learner's pieces is guarded the same way: runs.py.
 """
 
 from __future__ import annotations
 
 import torch
 
+from ..selfcheck import UNPRINTABLE, message_line
 from . import lesson_04, lesson_05, lessons_02_03, lessons_06_10
-from .checking import TRIAL_KINDS, TRIALS, Piece
+from .checking import TRIAL_KINDS, TRIALS, Piece, failure
 
 PIECES: dict[str, Piece] = {p.name: p for group in (lessons_02_03, lesson_04, lesson_05, lessons_06_10)
                             for p in group.PIECES}
@@ -30,8 +33,8 @@ PIECES: dict[str, Piece] = {p.name: p for group in (lessons_02_03, lesson_04, le
 def check(name: str, yours, trials: int = TRIALS, seed: int = 0) -> bool:
     """Check the learner's piece against the package's on `trials` random inputs and print one line.
 
-    Never raises for what the learner wrote (a missing piece, an exception, a wrong shape or value):
-    the verdict says it. Returns True when the piece is right.
+    Never raises for what the learner wrote (a missing piece, an exception, exit(), a wrong shape or
+    value): the verdict says it. Returns True when the piece is right.
     """
     if name not in PIECES:
         raise ValueError(f"unknown piece {name!r}; the pieces: {', '.join(PIECES)}")
@@ -42,12 +45,14 @@ def check(name: str, yours, trials: int = TRIALS, seed: int = 0) -> bool:
         try:
             problem, diff = TRIAL_KINDS[piece.kind](piece, yours, g, trial)
         except NotImplementedError as e:
-            print(f"{name}: not written yet ({e}); the rest of the lesson uses the package's version")
+            said = message_line(e)
+            print(f"{name}: not written yet ({UNPRINTABLE if said is None else said}); the rest of the "
+                  "lesson uses the package's version")
             return False
-        except Exception as e:                    # the learner's code failed: say how, in one line
-            message = str(e).splitlines()[0] if str(e) else ""
-            print(f"{name}: wrong: your code raised {type(e).__name__}: {message}; the rest of the lesson "
-                  "uses the package's version")
+        except KeyboardInterrupt:                 # the learner stopping the cell: let it stop
+            raise
+        except BaseException as e:                # the learner's code failed: say how, in one line
+            print(f"{name}: wrong: {failure(e)}; the rest of the lesson uses the package's version")
             return False
         if problem is not None:
             print(f"{name}: wrong: {problem}")

@@ -4,6 +4,7 @@ output is compared with the package's (values, shapes, gradients, the mistakes a
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,6 +12,7 @@ import torch
 from torch import nn
 
 from ...config import CLS_ID, IGNORE_INDEX, SEP_ID, AlbertConfig
+from ..selfcheck import exception_line
 
 # A small model for the checks: every size different, so a swapped dimension shows as a wrong shape.
 CHECK_CONFIG = AlbertConfig(vocab_size=50, embedding_size=6, hidden_size=12, num_layers=3, num_heads=3,
@@ -77,9 +79,15 @@ def randomize(module: nn.Module, g: torch.Generator) -> None:
 # ------------------------------------------------------------------ comparing
 def difference(yours, theirs) -> str | None:
     """None when `yours` matches the package's output `theirs`, else what differs, in words."""
+    if (number := complex_in(yours)) is not None and complex_in(theirs) is None:
+        what = f"a {number.dtype} tensor" if isinstance(number, torch.Tensor) else f"such as {short(number)}"
+        return f"it returns complex numbers ({what}), the package's are real"
     if isinstance(theirs, torch.Tensor):
         if not isinstance(yours, torch.Tensor):
             return f"it returns a {type(yours).__name__}, the package's returns a tensor"
+        if yours.device != theirs.device:
+            return (f"it returns a tensor on the {yours.device} device, the package's is on {theirs.device}"
+                    + (" (a meta tensor holds no values)" if yours.is_meta else ""))
         if tuple(yours.shape) != tuple(theirs.shape):
             return f"shape {tuple(yours.shape)}, the package's is {tuple(theirs.shape)}"
         yours, theirs = yours.detach().double(), theirs.detach().double()
@@ -108,6 +116,18 @@ def difference(yours, theirs) -> str | None:
     return None
 
 
+def complex_in(x, depth: int = 0):
+    """The first complex number in x (a complex scalar, or a complex tensor), looking inside lists and
+    tuples; None when there is none."""
+    if isinstance(x, torch.Tensor):
+        return x if x.is_complex() else None
+    if isinstance(x, numbers.Complex) and not isinstance(x, numbers.Real):
+        return x
+    if isinstance(x, (list, tuple)) and depth < 10:
+        return next((found for v in x if (found := complex_in(v, depth + 1)) is not None), None)
+    return None
+
+
 def _floats(x, strict: bool = True) -> torch.Tensor | None:
     """A float, a 0-dim tensor or a list of numbers with a float in it, as a float64 tensor; else None
     (strict=False: any number or list of numbers)."""
@@ -123,8 +143,19 @@ def _floats(x, strict: bool = True) -> torch.Tensor | None:
 
 
 def short(x, limit: int = 80) -> str:
-    text = repr(x)
+    """repr(x) cut to `limit` characters; for an object whose repr raises, says so."""
+    try:
+        text = repr(x)
+    except Exception:
+        return f"a {type(x).__name__} (it cannot be printed)"
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def failure(error: BaseException) -> str:
+    """What the learner's code did, in words: raised an exception (its first line), or called exit()."""
+    if isinstance(error, SystemExit):
+        return "your code called exit() (it raised SystemExit), which would end the notebook's kernel"
+    return f"your code raised {exception_line(error)}"
 
 
 def largest(yours, theirs) -> float:
