@@ -9,8 +9,10 @@ input shows something different at each kind of predicted position (80/10/10 rep
 
 so every MLM accuracy here is split by kind, and stands beside baselines computed on the same
 positions that see what the model sees: `unigram` (always the most frequent training token),
-`copy_or_unigram` (the shown token unless it is [MASK]) and `neighbour` (the token seen most often
-between the same left and right neighbours in the training text). Sentence tasks report the share
+`copy_or_unigram` (the shown token unless it is [MASK]), `neighbour` (the token seen most often
+between the same left and right neighbours in the training text) and `two_each_side` (two tokens of
+context on each side, smoothed down to shorter contexts: `local_context.TwoEachSide`, the strongest
+local guess, the one "beyond local statistics" is measured against). Sentence tasks report the share
 of each predicted class, so a constant predictor is visible at a glance.
 
 Every figure carries a 95% interval and the size of the set it comes from. Held-out examples are cut
@@ -32,11 +34,12 @@ from tqdm.auto import tqdm
 
 from .config import IGNORE_INDEX
 from .device import choose_precision
+from .local_context import TwoEachSide
 from .pretraining_data import collate
 from .tokenizer import MASK_ID
 
 KINDS = ("mask", "random", "kept")            # what the input shows at a predicted position
-BASELINES = ("unigram", "copy_or_unigram", "neighbour")
+BASELINES = ("unigram", "copy_or_unigram", "neighbour", "two_each_side")
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -97,13 +100,14 @@ class MLMBaselines:
     """Context-free and adjacent-token guessers fitted on the training split's unmasked text."""
 
     def __init__(self, unigram_counts: np.ndarray, pairs: np.ndarray, pair_best: np.ndarray,
-                 left_best: np.ndarray, right_best: np.ndarray):
+                 left_best: np.ndarray, right_best: np.ndarray, two_each_side: TwoEachSide):
         self.vocab_size = len(unigram_counts)
         self.unigram = int(unigram_counts.argmax())
         smoothed = unigram_counts + 1.0                             # add-one: no target has probability 0
         self.unigram_log_probs = torch.from_numpy(np.log(smoothed / smoothed.sum()))
         self.pairs, self.pair_best = pairs, pair_best              # sorted (left * V + right) keys -> token
         self.left_best, self.right_best = left_best, right_best    # (V,) best after / before; -1 unseen
+        self.two_each_side = two_each_side
 
     @classmethod
     def fit(cls, train_data, vocab_size: int | None = None) -> MLMBaselines:
@@ -126,7 +130,7 @@ class MLMBaselines:
         rights, right_tok = _most_frequent(right, mid, V)
         left_best, right_best = np.full(V, -1), np.full(V, -1)
         left_best[lefts], right_best[rights] = left_tok, right_tok
-        return cls(counts, pairs, pair_best, left_best, right_best)
+        return cls(counts, pairs, pair_best, left_best, right_best, TwoEachSide.fit(ids, starts, counts))
 
     def predict(self, input_ids: torch.Tensor, mlm_labels: torch.Tensor) -> dict[str, torch.Tensor]:
         """Each baseline's guess at every predicted position (row-major order), from the input alone."""
@@ -150,8 +154,9 @@ class MLMBaselines:
         guess[both] = pair_guess
         unigram = np.full(shown.shape, self.unigram)
         copy = np.where(shown == MASK_ID, self.unigram, shown)
+        wide = self.two_each_side.predict(ids, predicted)
         return {"unigram": torch.from_numpy(unigram), "copy_or_unigram": torch.from_numpy(copy),
-                "neighbour": torch.from_numpy(guess)}
+                "neighbour": torch.from_numpy(guess), "two_each_side": torch.from_numpy(wide)}
 
 
 def _most_frequent(keys: np.ndarray, values: np.ndarray, V: int) -> tuple[np.ndarray, np.ndarray]:

@@ -144,7 +144,7 @@ def test_baselines_in_a_full_evaluation():
     expected = -(counts / counts.sum()).log()[torch.tensor([10 + i % 20 for i in range(30)])].mean()
     assert result["unigram_mask_loss"] == pytest.approx(float(expected), rel=1e-6)
     assert result["mask_loss"] > result["unigram_mask_loss"]      # the copier bets everything on [MASK]
-    assert set(result["baselines"]) == {"unigram", "copy_or_unigram", "neighbour"}
+    assert set(result["baselines"]) == {"unigram", "copy_or_unigram", "neighbour", "two_each_side"}
 
 
 def test_evaluation_sample_is_fixed_and_stated():

@@ -22,7 +22,8 @@ def _trailing_mean(values: list[float], window: int) -> list[float]:
 
 
 _BASELINE_NAMES = {"unigram": "unigram baseline (the most frequent token)",
-                   "neighbour": "neighbour-count baseline", "copy_or_unigram": "copy-or-unigram baseline"}
+                   "neighbour": "neighbour-count baseline", "copy_or_unigram": "copy-or-unigram baseline",
+                   "two_each_side": "two-each-side baseline (smoothed)"}
 
 
 def _legend_below(ax) -> None:
