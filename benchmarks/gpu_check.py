@@ -41,13 +41,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from attention import gpu_problem  # noqa: E402  (benchmarks/attention.py: the refusal make gpu-check starts with)
 
-from minialbert.cli import parse_override  # noqa: E402
+from minialbert.cli import directory, parse_override  # noqa: E402
 from minialbert.download import write_json  # noqa: E402
 from minialbert.scale import DRY_RUN_SUFFIX, SCALES, Scale, current_scale  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ENTRY = "albert-sop"
 OBJECTIVE = "sop"
+MAX_MINUTES = 7 * 24 * 60       # a week: --minutes beyond it is a typo (and 1e308 overflows the step count)
 DEFAULT_MINUTES = 2.5           # training only: with the kernel tests (~1.5 min), the attention benchmark
                                 # (~2 min), the data (~0.5 min) and the evaluations, make gpu-check <= 8 min
 CALIBRATION_STEPS = 8           # timed on this GPU before the run is sized (a throwaway model)
@@ -60,14 +61,24 @@ DRY_NOTE = ("a dry run (MINIALBERT_DRY_RUN=1): the gpu scale's code paths at its
             "count and sample size capped; these numbers measure nothing")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line, `gpu-check: error: ...`, exit status 2."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"gpu-check: error: {message} (see `python benchmarks/gpu_check.py --help`)\n")
+        raise SystemExit(2)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """The arguments, each checked here in one line: a budget in (0, MAX_MINUTES], an --out that is a folder
+    (or not there yet), and --set fields the scale's model config takes."""
+    p = Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", choices=list(SCALES), default="gpu",
                    help="the scale of the run (default: gpu; $MINIALBERT_DRY_RUN=1 shortens it)")
     p.add_argument("--minutes", type=float, default=DEFAULT_MINUTES,
                    help=f"training time budget in minutes (default: {DEFAULT_MINUTES}); the steps that fit, "
                         f"at most the scale's pretrain_steps")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=directory, default=None,
                    help="folder for benchmarks/ and figures/ (default: assets/; in a dry run a temporary "
                         "folder)")
     p.add_argument("--set", dest="overrides", action="append", default=[], type=parse_override,
@@ -75,8 +86,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                              "initializer_range=0.01 (repeatable; the JSON's name says so)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     args = p.parse_args(argv)
-    if not (math.isfinite(args.minutes) and args.minutes > 0):
-        p.error(f"--minutes must be a number > 0, got {args.minutes}")
+    if not (math.isfinite(args.minutes) and 0 < args.minutes <= MAX_MINUTES):
+        p.error(f"--minutes must be above 0 and at most {MAX_MINUTES} (a week), got {args.minutes:g}")
+    if args.out is not None:                     # the folder, or the nearest of its parents that exists
+        there = next(path for path in (args.out, *args.out.absolute().parents) if path.exists())
+        if not there.is_dir():
+            p.error(f"--out {args.out}: {there} is a file; give a folder for benchmarks/ and figures/")
+    scale = current_scale(args.scale)
+    try:
+        scale.model_config("albert", **dict(args.overrides))
+    except ValueError as e:
+        p.error(f"--set: {e}")
     return args
 
 

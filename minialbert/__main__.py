@@ -86,6 +86,12 @@ def cmd_evaluate(args: argparse.Namespace, scale: Scale) -> None:
 def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
     from .experiments import zoo, zoo_ship
 
+    ignored = [option for option, given in (("--only", args.only), ("--list", args.list),
+                                            ("--ship", args.ship), ("--out", args.out),
+                                            ("--markdown", args.markdown)) if given]
+    if args.rebuild and ignored:                         # --rebuild names its entries, and prints no summary
+        raise ValueError(f"zoo --rebuild does not take {', '.join(ignored)}: name each entry to rebuild with "
+                         "--rebuild NAME (repeatable), and run the other options on their own")
     rebuild = list(zoo.ENTRIES) if args.rebuild == ["all"] else args.rebuild or []
     for name in [*(args.only or ()), *rebuild]:
         zoo.entry(name)                                  # unknown names fail before any work
@@ -326,9 +332,9 @@ def cmd_unpack(args: argparse.Namespace, scale: Scale) -> None:
 
 
 def cmd_student_notebooks(args: argparse.Namespace, scale: Scale) -> None:
-    from .course.student import write_student_notebooks
+    from .course.student_files import write_student_notebooks
 
-    written = write_student_notebooks(args.source, args.out)
+    written = write_student_notebooks(args.source, args.out, force=args.force)
     print(f"{len(written)} student notebooks in {args.out}")
 
 

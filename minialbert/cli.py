@@ -60,6 +60,13 @@ def directory(text: str) -> Path:
     return Path(text)
 
 
+def file_name(text: str) -> Path:
+    """argparse type: a non-empty path (an empty one would name the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file name, got an empty string")
+    return Path(text)
+
+
 def common_options() -> Parser:
     """--scale, --debug and --quiet: every subcommand takes them (a parent parser)."""
     common = Parser(add_help=False)
@@ -220,6 +227,10 @@ def add_student_notebooks(command: Callable[..., Parser]) -> None:
                      help="folder of the lessons (default: notebooks)")
     stu.add_argument("--out", type=Path, default=Path("notebooks/student"),
                      help="folder for the student versions (default: notebooks/student)")
+    stu.add_argument("--force", action="store_true",
+                     help="for instructors: replace student versions edited since they were written, and "
+                          "remove edited ones whose lesson is gone (one line says each); without it an "
+                          "edited version is kept and the new one written beside it (NN_name.new.ipynb)")
 
 
 def add_finetune(command: Callable[..., Parser]) -> None:
@@ -322,7 +333,8 @@ def add_pack(command: Callable[..., Parser]) -> None:
                  description="Write the course corpus's cache file and the scale's trained tokenizer (built "
                              "first where missing), with their sha256, into one xz-compressed tar of at "
                              "most 48 MiB. Default scale: gpu (not $MINIALBERT_SCALE).")
-    pk.add_argument("--out", required=True, type=Path, help="the pack file to write")
+    pk.add_argument("--out", required=True, type=file_name,
+                    help="the pack file to write (outside the cache)")
 
 
 def add_unpack(command: Callable[..., Parser]) -> None:

@@ -10,6 +10,7 @@ once and pass them down.
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 
 import torch
@@ -17,6 +18,7 @@ import torch
 DEVICE_TYPES = ("cuda", "mps", "cpu")
 BF16_CAPABILITY = (8, 0)      # Ampere and later compute in bfloat16 at full speed
 FP16_CAPABILITY = (7, 0)      # Volta and Turing: float16 tensor cores, no bfloat16
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT")
 
 
 def mps_available() -> bool:
@@ -45,6 +47,34 @@ def choose_device(requested: str | None = None) -> torch.device:
         raise ValueError("device 'mps' asked for, but Apple's MPS is not available here; "
                          "leave --device out to use what this machine has")
     return device
+
+
+def check_torchrun_variables() -> None:
+    """The variables torchrun sets for each process, checked before torch.distributed reads them: each an
+    integer (torch would say only "invalid literal for int()"), RANK in 0..WORLD_SIZE-1 and LOCAL_RANK in
+    0..LOCAL_WORLD_SIZE-1 (a rank beyond the world waits forever for processes that never come),
+    MASTER_PORT a port. One line naming the variable; the launcher's settings, read here only."""
+    values = {}
+    for name in TORCHRUN_VARIABLES:
+        text = os.environ.get(name)
+        if text is None:
+            continue
+        try:
+            values[name] = int(text)
+        except ValueError:
+            raise ValueError(f"{name}={text!r} is not an integer; torchrun sets it for each process (launch "
+                             "with `torchrun --nproc-per-node N -m minialbert pretrain ...`)") from None
+    for rank, size in (("RANK", "WORLD_SIZE"), ("LOCAL_RANK", "LOCAL_WORLD_SIZE")):
+        processes = values.get(size)
+        if processes is not None and processes < 1:
+            raise ValueError(f"{size}={processes} is not a number of processes (1 or more)")
+        if values.get(rank, 0) < 0:
+            raise ValueError(f"{rank}={values[rank]} is not a rank (0 or more)")
+        if processes is not None and values.get(rank, 0) >= processes:
+            raise ValueError(f"{rank}={values[rank]} is not a rank of {size}={processes} processes (0 to "
+                             f"{processes - 1})")
+    if not 0 < values.get("MASTER_PORT", 1) < 2**16:
+        raise ValueError(f"MASTER_PORT={values['MASTER_PORT']} is not a port (1 to 65535)")
 
 
 @dataclass(frozen=True)

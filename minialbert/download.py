@@ -32,18 +32,25 @@ def cache_root() -> tuple[Path, str]:
     """Where the cache lives, and the setting that said so: $MINIALBERT_CACHE, else ~/.cache/minialbert.
     The one place the package reads it: a setting of the person running the course, like the Scale."""
     setting = os.environ.get(CACHE_ENV_VAR, "")
-    return Path(setting or Path.home() / ".cache" / "minialbert").expanduser(), setting
+    path = os.path.expanduser(setting or Path.home() / ".cache" / "minialbert")
+    return Path(os.path.normpath(path)), setting               # ~/x/.. is the home folder
 
 
 def cache_dir() -> Path:
     """The cache directory: $MINIALBERT_CACHE (an absolute path, or one starting with ~), else
     ~/.cache/minialbert (created if missing). A relative path is refused: the lessons run in notebooks/
-    and the CLI in the repository, so one setting would name two caches."""
+    and the CLI in the repository, so one setting would name two caches. So is a path that comes to the
+    home folder itself, or /, once '..' and symbolic links are followed."""
     path, setting = cache_root()
     if not path.is_absolute():
         raise ValueError(f"{CACHE_ENV_VAR}={setting!r} is a relative path, so it would name another cache in "
                          f"every folder a command or lesson runs from; give an absolute path (e.g. "
                          f"{Path(setting).absolute()}) or unset it for ~/.cache/minialbert")
+    for folder, what in ((Path.home(), "home folder"), (Path(path.anchor), "root folder")):
+        if path.resolve() == folder.resolve():
+            raise ValueError(f"{CACHE_ENV_VAR}={setting!r} is the {what} {path} itself, where the cache's "
+                             f"files would mix with everything else; give a folder of its own (e.g. "
+                             f"{Path.home() / '.cache' / 'minialbert'}) or unset it")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:

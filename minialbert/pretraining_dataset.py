@@ -17,7 +17,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save as save_safetensors
 from torch.utils.data import Dataset
 
-from .config import OBJECTIVES
+from .config import OBJECTIVES, AlbertConfig
 from .download import atomic_write
 
 FORMAT_VERSION = 3                      # bump when pretraining_data's recipe changes: old caches stop
@@ -136,6 +136,35 @@ def check_objective(objective: str) -> None:
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
 
+
+
+def check_fits(data, cfg: AlbertConfig, what: str = "the data") -> None:
+    """`data` against the model's config, once, before training (the steps skip the model's input checks,
+    so an id or a position out of range would fail deep inside an embedding): every token id (inputs and
+    MLM labels) below vocab_size, every token type below type_vocab_size, no example longer than
+    max_position_embeddings. A PretrainingDataset keeps its tokens in flat tensors (one max each); other
+    datasets are read once, example by example. ValueError, one line, naming the config's field."""
+    names = ("input_ids", "mlm_labels", "token_type_ids", "offsets")
+    if all(isinstance(getattr(data, name, None), torch.Tensor) for name in names):
+        ids, types, lengths = [data.input_ids, data.mlm_labels], [data.token_type_ids], data.offsets.diff()
+    else:
+        examples = list(data)
+        ids = [ex[name] for ex in examples for name in ("input_ids", "mlm_labels")]
+        types = [ex["token_type_ids"] for ex in examples if "token_type_ids" in ex]
+        lengths = torch.tensor([ex["input_ids"].shape[-1] for ex in examples])
+    top, top_type = (max((int(t.max()) for t in group if t.numel()), default=-1) for group in (ids, types))
+    longest = int(lengths.max()) if lengths.numel() else 0
+    if top >= cfg.vocab_size:
+        raise ValueError(f"{what}: token id {top} >= the model's vocab_size {cfg.vocab_size}: the data was "
+                         f"tokenized with a bigger vocabulary; set vocab_size to the tokenizer's size")
+    if top_type >= cfg.type_vocab_size:
+        raise ValueError(f"{what}: token type {top_type} >= the model's type_vocab_size "
+                         f"{cfg.type_vocab_size}; set type_vocab_size to the data's number of segments")
+    if longest > cfg.max_position_embeddings:
+        raise ValueError(f"{what} holds sequences of {longest} tokens, more than the model's "
+                         f"max_position_embeddings {cfg.max_position_embeddings}; set "
+                         f"max_position_embeddings to at least {longest}, or build the data at the model's "
+                         "length (--scale)")
 
 
 def concatenate(parts: Sequence[PretrainingDataset], first_documents: Sequence[int]) -> PretrainingDataset:

@@ -47,12 +47,13 @@ from .checkpoint import (
     save_checkpoint,
     start_run_files,
 )
-from .compiling import COMPILE_MODES, compiled, graphed_layers
+from .compiling import COMPILE_MODES, compile_cache, compiled, graphed_layers
 from .config import OBJECTIVES, AlbertConfig
-from .device import Precision, choose_device, choose_precision
+from .device import Precision, check_torchrun_variables, choose_device, choose_precision
 from .evaluation import evaluate_pretraining, summary_record
 from .model import IGNORE_INDEX, AlbertForPretraining
 from .optim import OPTIMIZERS, make_optimizer, warmup_linear_decay
+from .pretraining_dataset import check_fits
 from .scale import Scale
 
 # Arguments that change the training trajectory: a resumed run must use the same values.
@@ -180,6 +181,8 @@ def distributed_context(device: str | None = None) -> tuple[int, int, torch.devi
     has); each process takes the GPU of its node-local rank. Rank and world size are asked of
     torch.distributed, which has them from torchrun. `device` as for device.choose_device (None: CUDA,
     MPS or CPU)."""
+    if dist.is_torchelastic_launched():
+        check_torchrun_variables()                  # before torch.distributed reads them
     device = choose_device(device)
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", dist.get_node_local_rank(fallback_rank=0))
@@ -237,7 +240,8 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
     out_dir = Path(out_dir) if out_dir is not None else None
     rank, world, device = distributed_context(device)
     writes_run = out_dir is not None and rank == 0          # only rank 0 writes the directory
-    with run_lock(out_dir) if writes_run else contextlib.nullcontext():
+    with (run_lock(out_dir) if writes_run else contextlib.nullcontext(),
+          compile_cache() if compile else contextlib.nullcontext()):    # torch.compile's files: the cache's
         return _pretrain(cfg, args, train_data, valid_data, out_dir=out_dir, resume=resume,
                          resume_from=resume_from, callbacks=callbacks, collate_fn=collate_fn,
                          progress=progress, compile=compile, rank=rank, world=world, device=device,
@@ -254,7 +258,9 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, *, out
     precision = choose_precision(device)
     main_process = rank == 0
     ckpt = checkpoint_to_resume(out_dir, resume, resume_from)
-    check_token_ids(train_data, cfg.vocab_size)      # once, here: the steps do not read ids back
+    check_fits(train_data, cfg)                      # once, here: the steps skip the model's input checks
+    if valid_data is not None:
+        check_fits(valid_data, cfg, "the held-out data")
 
     torch.manual_seed(args.seed)
     model = AlbertForPretraining(cfg, sentence_task=OBJECTIVES[args.objective]).to(device)
@@ -325,21 +331,6 @@ def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, *, out
     return PretrainResult(model, history, out_dir, time.perf_counter() - t0)
 
 
-def check_token_ids(data, vocab_size: int) -> None:
-    """Every token id of a dataset (inputs and MLM labels) below the model's vocab_size: checked once,
-    before training. A PretrainingDataset keeps them in flat tensors (one max each); other datasets are
-    read once, example by example."""
-    flat = [getattr(data, name, None) for name in ("input_ids", "mlm_labels")]
-    if all(isinstance(t, torch.Tensor) for t in flat):
-        tensors = flat
-    else:
-        tensors = [ex[name] for ex in data for name in ("input_ids", "mlm_labels")]
-    top = max((int(t.max()) for t in tensors if t.numel()), default=-1)
-    if top >= vocab_size:
-        raise ValueError(f"token id {top} >= the model's vocab_size {vocab_size}: the data was "
-                         f"tokenized with a bigger vocabulary; set vocab_size to the tokenizer's size")
-
-
 def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,
                args: TrainArgs, world: int = 1, precision: Precision | None = None,
                scaler: torch.amp.GradScaler | None = None) -> dict:
@@ -347,7 +338,7 @@ def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], o
     schedule); net is the model, its DDP wrapper or its compiled form. Returns the global batch's
     metrics, read from the device in one transfer. precision: device.choose_precision of the batches'
     device by default; float16 needs the `scaler` kept across steps (precision.grad_scaler()).
-    The batches' ids are not checked here (check_token_ids checks a dataset once)."""
+    The batches' ids are not checked here (check_fits checks a dataset once)."""
     device = micro[0]["input_ids"].device
     precision = precision or choose_precision(device)
     torch.compiler.cudagraph_mark_step_begin()      # graphed layers (compile="graphs"): a new step begins

@@ -1,7 +1,9 @@
 """Hints guide without giving the code: a hint may say what to think about, not what to type.
 
 Each `### BEGIN SOLUTION (hint: ...)` block of every lesson becomes a stub whose message is the hint
-(minialbert.course.student). The overlap score measures how much of the solution's code the hint repeats:
+(minialbert.course.student), which refuses a hint that gives its solution away with this measure
+(minialbert.course.student_guard.hint_overlap). The overlap score measures how much of the solution's code
+the hint repeats:
 
     score = LCS(solution tokens, hint tokens) / (number of solution tokens)
 
@@ -21,28 +23,26 @@ scored 0.00-0.10 ("walk the positions; skip specials ...": 0.04, "the first mome
 calls lands at 0.25-0.5: for a solution of a few tokens, naming its calls is the solution. The tests at
 the bottom keep the calibration honest (the solution scores 1, a hint in words for the same code scores
 below the threshold).
+
+The generator also counts every token (with given=None): a hint that repeats half of them in order gives
+the solution away even when all of them are builtins or names the cell shows (`sorted(set(words))` for
+`return sorted(set(words))` scores 0 on new tokens, 0.75 on all). The lessons' hints score at most 0.33
+on all tokens.
 """
 
-import builtins
-import io
-import keyword
 import re
-import textwrap
-import tokenize
 from pathlib import Path
 
 import pytest
 
 from minialbert.course.notebooks import lessons, read_notebook
 from minialbert.course.student import BEGIN_SOLUTION, END_SOLUTION
+from minialbert.course.student_guard import HINT_THRESHOLD as THRESHOLD
+from minialbert.course.student_guard import WHOLE_THRESHOLD
+from minialbert.course.student_guard import hint_overlap as overlap
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-THRESHOLD = 0.2
-OPERATORS = {"+", "-", "*", "/", "//", "%", "**", "@", "==", "!=", "<", ">", "<=", ">=", "=", "+=", "-=",
-             "*=", "/=", "&", "|", "~", "^", "<<", ">>"}
-HINT_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?(?:e-?\d+)?|//|\*\*|==|!=|<=|>=|<<|>>|[-+*/%@=<>&|~^]")
 NAME = re.compile(r"[A-Za-z_]\w*")
-BUILTINS = set(dir(builtins))
 CHECK_CALL = re.compile(r'^check\("(?P<name>\w+)"', re.MULTILINE)
 
 
@@ -61,29 +61,6 @@ def solution_blocks(source: str) -> tuple[list[tuple[str | None, str]], str]:
         else:
             outside.append(line)
     return blocks, "\n".join(outside)
-
-
-def code_tokens(code: str) -> list[str]:
-    """Identifiers, numbers and operators of Python code, in order."""
-    tokens = tokenize.generate_tokens(io.StringIO(textwrap.dedent(code) + "\n").readline)
-    return [t.string for t in tokens if t.type in (tokenize.NAME, tokenize.NUMBER)
-            or t.type == tokenize.OP and t.string in OPERATORS]
-
-
-def overlap(hint: str | None, solution: str, given: set[str] = frozenset()) -> float:
-    """The share of the solution's new code tokens that the hint repeats in order (the module docstring)."""
-    def kept(tokens):
-        return [t for t in tokens if not keyword.iskeyword(t) and t not in BUILTINS and t not in given]
-    code, words = kept(code_tokens(solution)), kept(HINT_TOKEN.findall(hint or ""))
-    if not code:
-        return 0.0
-    previous = [0] * (len(words) + 1)            # longest common subsequence, one row at a time
-    for token in code:
-        row = [0]
-        for j, word in enumerate(words):
-            row.append(previous[j] + 1 if token == word else max(previous[j + 1], row[j]))
-        previous = row
-    return previous[-1] / len(code)
 
 
 def hints(path: Path) -> list[tuple[str, str, float]]:
@@ -148,3 +125,10 @@ def test_names_the_cell_already_shows_and_comments_are_not_counted():
     assert overlap("the mean over the batch", solution) == 0.0
     excluded = "return any(pattern in name for pattern in PATTERNS)"          # `name` is the argument
     assert overlap("is any of the patterns in the name?", excluded, {"name"}) == 0.0
+
+
+def test_a_hint_of_builtins_and_given_names_is_caught_on_all_tokens():
+    solution = "    return sorted(set(words))"
+    assert overlap("sorted(set(words))", solution, {"words"}) == 0.0
+    assert overlap("sorted(set(words))", solution, None) >= WHOLE_THRESHOLD
+    assert overlap("each word once, in order", solution, None) < WHOLE_THRESHOLD

@@ -91,8 +91,11 @@ def test_no_module_is_over_450_lines_except_drawing(path):
 # scale.current_scale, which a lesson's first cell and the CLI call, and the cache's folder
 # ($MINIALBERT_CACHE) by download.cache_root, which every cached file's path starts from. The compile
 # report is a command of its own that hands its workers its environment without TRITON_INTERPRET.
+# torchrun's variables are checked before torch.distributed reads them, and a run points torch.compile's
+# files at the cache (TORCHINDUCTOR_CACHE_DIR) while it runs: both settings are torch's, not the course's.
 READS_ENVIRONMENT = {("scale.py", "current_scale"), ("download.py", "cache_root"),
-                     ("kernels/compile_report.py", "compile_variants")}
+                     ("kernels/compile_report.py", "compile_variants"),
+                     ("device.py", "check_torchrun_variables"), ("compiling.py", "compile_cache")}
 
 
 def environment_reads(source: str, name: str) -> set[tuple[str, str]]:

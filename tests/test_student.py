@@ -16,10 +16,9 @@ from minialbert.course.student import (
     has_stub,
     output_text,
     student_notebook,
-    student_versions,
     verify_student_notebook,
-    write_student_notebooks,
 )
+from minialbert.course.student_files import cells_digest, student_versions, write_student_notebooks
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 STUDENT = NOTEBOOKS / "student"
@@ -133,7 +132,9 @@ def test_command_writes_every_lesson_and_removes_only_the_stale_versions_it_wrot
     assert command(source, out) == 0
     assert [p.name for p in lessons(out)] == ["01_a.ipynb", "02_b.ipynb"]
     assert has_stub(read_notebook(out / "01_a.ipynb").cells[0])
-    assert read_notebook(out / "01_a.ipynb").metadata["minialbert"] == {"student_version_of": "01_a.ipynb"}
+    written = read_notebook(out / "01_a.ipynb")
+    assert written.metadata["minialbert"] == {"student_version_of": "01_a.ipynb",
+                                              "digest": cells_digest(written)}
     mine = out / "09_mine.ipynb"
     nbformat.write(lesson("print('a notebook of my own')"), mine)
     before = mine.read_text()

@@ -6,40 +6,36 @@ Markers, as in nbgrader, each alone on its line and written exactly so:
 - code:  `### BEGIN ANSWERS` ... `### END ANSWERS` holds self-check answers, one `name = value` a
   line; each becomes `name = ...  # your answer`, so the self-check runs and says "no answer yet";
 - markdown: `<!-- BEGIN SOLUTION -->` ... `<!-- END SOLUTION -->` becomes a prompt for the answer.
-A line that looks like a marker but is not one (`#### BEGIN SOLUTION`, `### begin solution`,
-`<!--BEGIN SOLUTION-->`, a hint without its closing `)`) is an error naming the file, the cell and the
-line: copied through, it would hand the solution to the student.
+Markers are read after Unicode normalisation (student_guard.plain: a fullwidth `＃`, a zero-width space
+or a soft hyphen changes nothing). A line that looks like a marker but is not one (`#### BEGIN SOLUTION`,
+`### begin solution`, `<!--BEGIN SOLUTION-->`, a Cyrillic `О` in `SOLUTION`, a hint without its closing
+`)`) is an error naming the file, the cell and the line: copied through, it would hand the solution to
+the student. So is a hint that repeats its solution's code (student_guard.hint_gives_away).
 
 A student has not run the lesson yet, so no cell shows the teacher's results of code the student
 writes: a cell that had a solution, a cell that calls `check(`, and a cell that uses a function or
-class the student writes (or what a check returned) lose their outputs; every other cell is copied as
-it is. Each version is verified before it is written: no line of a solution, no marker, no output in
-those cells, and no absolute path of this machine (the home folder, the lessons' repository) in an
-output.
+class the student writes (or what a check returned) lose their outputs. A solution cell loses its
+attachments and metadata too. Every other cell is copied, less each output, attachment and metadata entry
+that shows a line of any of the lesson's solutions (student_guard.shown_in: `inspect.getsource`, a
+traceback, `!grep`, HTML); the notebook's metadata likewise. Each version is verified before it is
+written (verify_student_notebook): cell for cell, no line of a solution in a source (commented out or
+respaced too), an output, an attachment or metadata; no marker; no output in those cells; and no absolute
+path of this machine (the home folder, the lessons' repository) in an output.
 
-Writing (`python -m minialbert student-notebooks`): --out may not be the --source folder, and a
-student version is not a lesson. Each version records in its metadata (`minialbert.student_version_of`)
-the lesson it was made from; the command overwrites, or deletes when its lesson is gone, only files
-that carry that record. It refuses to overwrite an `NN_*.ipynb` in --out that does not, and leaves any
-other such file alone with a warning. Every lesson is read and transformed before anything is written,
-all bad lessons are reported in one error, and each file is written atomically.
+Writing the versions to a folder without losing a student's work: minialbert.course.student_files.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-import os
 import re
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import nbformat
 
-from ..download import atomic_write
-from .notebooks import clean_notebook, lessons, notebook_text, raise_all, read_notebook
+from .student_guard import code_of, hint_gives_away, latin, plain, readings, shown_in, without_solutions
 
 BEGIN_SOLUTION = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION(?:\s*\(hint:\s*(?P<hint>.*)\))?\s*$")
 END_SOLUTION = re.compile(r"^\s*### END SOLUTION\s*$")
@@ -60,12 +56,13 @@ MARKERS_BY_TYPE = {
     "markdown": "'<!-- BEGIN SOLUTION -->' or '<!-- END SOLUTION -->'",
     "raw": "no marker (a raw cell is copied as it is: put the solution in a code or markdown cell)",
 }
+CELL_TYPES = ("code", "markdown", "raw")
 UNCLOSED_HINT = re.compile(r"^\s*### BEGIN SOLUTION\s*\(hint:")
 DEFAULT_HINT = "your code here: the exercise above says what to compute"
 MARKDOWN_STUB = "*Your answer here.*"
 STUB = re.compile(r"^\s*raise NotImplementedError\(['\"]Exercise: ", re.MULTILINE)
 CHECK_CALL = re.compile(r"(?<![\w.])check\(")    # course.pieces.check, not Question(...).check
-METADATA_KEY = "minialbert"                            # nb.metadata["minialbert"]["student_version_of"]
+NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def stub_for_hint(hint: str | None) -> str:
@@ -102,45 +99,75 @@ BLOCKS = {                                  # by cell type: (begin, end, stub) o
 
 @dataclass
 class _OpenBlock:
-    begin: re.Match                                    # the BEGIN line's match
+    begin: re.Match                                    # the BEGIN line's match (in its plain form)
     line: int                                          # its number in the cell, from 1
     end: re.Pattern
     stub: Callable[[re.Match, list[tuple[int, str]]], list[str]]
     inside: list[tuple[int, str]] = field(default_factory=list)     # (number, line) between the two
 
 
+@dataclass
+class _Parts:
+    """A cell read for its blocks."""
+    student: list[str] = field(default_factory=list)  # the lines outside the blocks, and each block's stub
+    hidden: list[str] = field(default_factory=list)   # the lines inside the blocks
+    outside: list[str] = field(default_factory=list)  # the lines outside the blocks
+
+
+def _check_cell(cell: nbformat.NotebookNode, where: str) -> None:
+    """A ValueError (naming `where`, the notebook and the cell) for a cell no notebook holds."""
+    kind, source = cell.get("cell_type"), cell.get("source")
+    if kind not in CELL_TYPES:
+        raise ValueError(f"{where}: a cell of type {kind!r}: a notebook cell is code, markdown or raw")
+    if not isinstance(source, str):
+        raise ValueError(f"{where}: its source is a {type(source).__name__}, not text")
+    if not isinstance(cell.get("outputs", []), list):
+        raise ValueError(f"{where}: its outputs are a {type(cell.get('outputs')).__name__}, not a list")
+
+
 def _near_miss(cell_type: str, line: str) -> str:
-    if UNCLOSED_HINT.match(line):
+    if UNCLOSED_HINT.match(plain(line)):
         return (f"{line.strip()!r} opens a hint without its closing ')': write "
                 "'### BEGIN SOLUTION (hint: one line)' on one line")
     return (f"{line.strip()!r} looks like a solution marker but is not one: write "
             f"{MARKERS_BY_TYPE[cell_type]}, exactly and alone on the line")
 
 
-def _split(cell: nbformat.NotebookNode) -> tuple[list[str], list[str]]:
-    """(the student's lines of the cell, the teacher's lines inside its blocks); a ValueError naming the
-    line for a marker that is not one, a block that is never closed or a stray END."""
+def _check_hint(block: _OpenBlock, outside: list[str]) -> None:
+    """A ValueError naming the line of a code solution whose hint repeats its code."""
+    hint, code = block.begin.groupdict().get("hint"), "\n".join(text for _, text in block.inside)
+    if hint and (score := hint_gives_away(hint, code, set(NAME.findall("\n".join(outside))))):
+        raise ValueError(f"line {block.line}: the hint repeats {score:.0%} of its solution's code: say what "
+                         "to think about, not what to type")
+
+
+def _split(cell: nbformat.NotebookNode) -> _Parts:
+    """The cell's lines read for its blocks; a ValueError naming the line for a marker that is not one, a
+    block that is never closed or a stray END, and a hint that repeats its solution."""
     kinds = BLOCKS.get(cell.cell_type, [])
     looks_like_marker = LOOKS_LIKE_MARKER.get(cell.cell_type, LOOKS_LIKE_MARKER["raw"])
-    out, hidden, opened = [], [], None
+    parts, blocks, opened = _Parts(), [], None
     for number, line in enumerate(cell.source.splitlines(), 1):
+        form = plain(line)
         begin = next((_OpenBlock(match, number, end, stub) for start, end, stub in kinds
-                      if (match := start.match(line))), None)
-        end = next((end for _, end, _ in kinds if end.match(line)), None)
-        if begin is None and end is None and looks_like_marker.search(line):
+                      if (match := start.match(form))), None)
+        end = next((end for _, end, _ in kinds if end.match(form)), None)
+        if begin is None and end is None and looks_like_marker.search(latin(line)):
             raise ValueError(f"line {number}: {_near_miss(cell.cell_type, line)}")
         if opened is None and begin:
             opened = begin
         elif opened is None and end:
             raise ValueError(f"line {number}: {line.strip()!r} without a matching BEGIN line")
         elif opened is None:
-            out.append(line)
+            parts.student.append(line)
+            parts.outside.append(line)
         elif begin:
             raise ValueError(f"line {number}: a solution block opens inside another (opened on line "
                              f"{opened.line}): {line.strip()!r}")
         elif end is opened.end:
-            out.extend(opened.stub(opened.begin, opened.inside))
-            hidden.extend(text for _, text in opened.inside)
+            parts.student.extend(opened.stub(opened.begin, opened.inside))
+            parts.hidden.extend(text for _, text in opened.inside)
+            blocks.append(opened)
             opened = None
         elif end:
             raise ValueError(f"line {number}: {line.strip()!r} cannot close "
@@ -150,14 +177,31 @@ def _split(cell: nbformat.NotebookNode) -> tuple[list[str], list[str]]:
     if opened is not None:
         raise ValueError(f"line {opened.line}: {opened.begin.group(0).strip()!r} is never closed: add its "
                          "END line")
-    return out, hidden
+    for block in blocks:
+        _check_hint(block, parts.outside)
+    return parts
 
 
 def student_source(cell: nbformat.NotebookNode) -> str:
     """The cell's source with every solution and answer replaced by its stub."""
-    lines, _ = _split(cell)
-    replaced = "\n".join(lines)
+    replaced = "\n".join(_split(cell).student)
     return replaced + "\n" if cell.source.endswith("\n") else replaced
+
+
+def solution_lines(nb: nbformat.NotebookNode, name: str = "notebook") -> dict[str, str]:
+    """{squeezed line: the line} for every line inside the lesson's blocks that it shows nowhere outside
+    them (comment lines are not code): the lines no student version may show, anywhere. A ValueError
+    naming the notebook, the cell and the line for a cell _split refuses."""
+    hidden, given = {}, set()
+    for index, cell in enumerate(nb.cells):
+        try:
+            parts = _split(cell)
+        except ValueError as e:
+            raise ValueError(f"{name}, cell {index}, {e}") from None
+        for line in parts.hidden:
+            hidden.setdefault(code_of(line), line.strip())
+        given |= {code_of(line) for line in parts.outside}
+    return {code: line for code, line in hidden.items() if code and code not in given}
 
 
 def _parsed(source: str) -> ast.Module | None:
@@ -207,9 +251,12 @@ def _machine_paths_in(outputs: list, machine_paths: list[str]) -> str | None:
 
 def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook",
                      machine_paths: list[str] = ()) -> nbformat.NotebookNode:
-    """A copy of a lesson with its solutions replaced by stubs and without the outputs of the cells that
-    run the student's code; a ValueError naming the notebook, the cell and the line for a bad marker,
-    and naming the cell for an output that shows one of `machine_paths`."""
+    """A copy of a lesson with its solutions replaced by stubs, without the outputs of the cells that run
+    the student's code, and without anything else that shows a solution line (the module docstring); a
+    ValueError naming the notebook and the cell (and the line, for a bad marker), and naming the cell for
+    an output that shows one of `machine_paths`."""
+    for index, cell in enumerate(nb.cells):
+        _check_cell(cell, f"{name}, cell {index}")
     student = copy.deepcopy(nb)
     written_by_student: set[str] = set()               # the functions and classes the student writes
     for index, (cell, mine) in enumerate(zip(nb.cells, student.cells)):
@@ -217,9 +264,13 @@ def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook",
             mine.source = student_source(cell)
         except ValueError as e:
             raise ValueError(f"{name}, cell {index}, {e}") from None
+        stubbed = mine.source != cell.source
+        if stubbed:                                    # a solution cell: only the text is the teacher's
+            mine.metadata = nbformat.NotebookNode()
+            mine.pop("attachments", None)
         if cell.cell_type != "code":
             continue
-        stubbed, checks = mine.source != cell.source, bool(CHECK_CALL.search(cell.source))
+        checks = bool(CHECK_CALL.search(cell.source))
         uses_student_code = (_used_names(mine.source) - _defined_names(mine.source, assigned=True)
                              ) & written_by_student
         if stubbed or checks or uses_student_code:
@@ -228,119 +279,61 @@ def student_notebook(nb: nbformat.NotebookNode, name: str = "notebook",
             written_by_student |= _defined_names(cell.source, assigned=checks)
         else:
             written_by_student -= _defined_names(cell.source, assigned=True)   # the lesson's own again
+    secrets = solution_lines(nb, name)
+    for index, mine in enumerate(student.cells):
+        mine.metadata = nbformat.from_dict(without_solutions(mine.get("metadata", {}), secrets))
+        if "attachments" in mine:
+            mine.attachments = nbformat.from_dict(without_solutions(mine.attachments, secrets))
+        if mine.cell_type != "code":
+            continue
+        mine.outputs = [out for out in mine.get("outputs", []) if not shown_in(out, secrets)]
         if shown := _machine_paths_in(mine.outputs, machine_paths):
             raise ValueError(f"{name}, cell {index}: an output shows this machine's folder {shown}: print "
                              "paths relative to the repository or the cache")
+    student.metadata = nbformat.from_dict(without_solutions(student.metadata, secrets))
     verify_student_notebook(nb, student, name)
     return student
 
 
+def _problem(theirs: nbformat.NotebookNode, mine: nbformat.NotebookNode, secrets: dict[str, str]) -> str:
+    """What a student cell shows that it may not, next to its lesson's cell; "" if nothing."""
+    if mine.cell_type != theirs.cell_type:
+        return f"is a {mine.cell_type} cell where the lesson has a {theirs.cell_type} cell"
+    lines = mine.source.splitlines()
+    if leaked := sorted({secrets[shown] for line in lines for shown in readings(line) if shown in secrets}):
+        return f"shows solution code {leaked} in its source"
+    looks_like_marker = LOOKS_LIKE_MARKER.get(mine.cell_type, LOOKS_LIKE_MARKER["raw"])
+    if marker := next((line for line in lines if looks_like_marker.search(latin(line))), None):
+        return f"keeps a marker {marker!r}"
+    if mine.cell_type == "code" and mine.get("outputs") and (
+            mine.source != theirs.source or CHECK_CALL.search(mine.source)):
+        return "keeps the outputs of the student's code"
+    for part in ("outputs", "attachments", "metadata"):
+        if shown := shown_in(mine.get(part, {}), secrets):
+            return f"shows solution code {shown} in its {part}"
+    return ""
+
+
 def verify_student_notebook(teacher: nbformat.NotebookNode, student: nbformat.NotebookNode,
                             name: str) -> None:
-    """A ValueError unless the student version shows no line of a solution, no marker, and no output in a
-    cell that was stubbed or calls check(."""
-    for index, (theirs, mine) in enumerate(zip(teacher.cells, student.cells, strict=True)):
-        given, hidden = (set(map(str.strip, lines)) for lines in _split(theirs))
-        shown = set(map(str.strip, mine.source.splitlines()))
-        leaked = sorted(line for line in (hidden - given) & shown if line and not line.startswith("#"))
-        marker = next((line for line in mine.source.splitlines()
-                       if LOOKS_LIKE_MARKER.get(mine.cell_type, LOOKS_LIKE_MARKER["raw"]).search(line)), None)
-        has_outputs = mine.cell_type == "code" and bool(mine.outputs) and (
-            mine.source != theirs.source or CHECK_CALL.search(mine.source))
-        problem = ((leaked and f"shows solution code {leaked}") or (marker and f"keeps a marker {marker!r}")
-                   or (has_outputs and "keeps the outputs of the student's code"))
-        if problem:
+    """A ValueError naming the notebook (and the cell) unless the student version pairs cell for cell
+    with its lesson and shows no line of a solution (in a source, even commented out or respaced, an
+    output, an attachment, a cell's or the notebook's metadata), no marker, and no output in a cell that
+    was stubbed or calls check(."""
+    for cells in (teacher.cells, student.cells):
+        for index, cell in enumerate(cells):
+            _check_cell(cell, f"{name}, cell {index}")
+    if len(student.cells) != len(teacher.cells):
+        raise ValueError(f"{name}: the student version has {len(student.cells)} cells, the lesson "
+                         f"{len(teacher.cells)}: a student version holds the lesson's cells, one for one")
+    secrets = solution_lines(teacher, name)
+    for index, (theirs, mine) in enumerate(zip(teacher.cells, student.cells)):
+        if problem := _problem(theirs, mine, secrets):
             raise ValueError(f"{name}, cell {index}: the student version {problem}")
+    if shown := shown_in(student.get("metadata", {}), secrets):
+        raise ValueError(f"{name}, notebook metadata: the student version shows solution code {shown}")
 
 
 def has_stub(cell: nbformat.NotebookNode) -> bool:
     """Whether a student cell holds an exercise stub (running it raises NotImplementedError)."""
     return cell.cell_type == "code" and bool(STUB.search(cell.source))
-
-
-def _machine_paths(source_dir: Path) -> list[str]:
-    """Absolute folders of this machine that no student output may show: the home folder and the
-    folder holding the lessons' folder (the repository)."""
-    folders = {Path.home().resolve(), source_dir.resolve().parent}
-    return sorted((str(f) for f in folders if len(f.parts) > 1), key=len, reverse=True)
-
-
-def made_from(nb: nbformat.NotebookNode) -> str | None:
-    """The lesson a notebook is the student version of (recorded in its metadata), or None."""
-    record = nb.metadata.get(METADATA_KEY)
-    return record.get("student_version_of") if isinstance(record, dict) else None
-
-
-def student_version_of(path: Path) -> str | None:
-    """made_from() of a notebook file; None for a file that is not a notebook."""
-    try:
-        return made_from(read_notebook(path))
-    except (ValueError, OSError):
-        return None
-
-
-def student_versions(source_dir: str | Path) -> dict[str, str]:
-    """{file name: student notebook text} for every lesson in source_dir, cleaned like the lessons. All
-    lessons are read; one ValueError names every bad one."""
-    source_dir = Path(source_dir)
-    found = lessons(source_dir)
-    if not found:
-        raise FileNotFoundError(f"no lessons (NN_name.ipynb) in {source_dir}: run from the repository "
-                                "root or pass --source")
-    machine_paths, versions, problems, copies = _machine_paths(source_dir), {}, [], []
-    for path in found:
-        try:
-            nb = read_notebook(path)
-            if made_from(nb):
-                copies.append(path.name)
-                continue
-            student = student_notebook(nb, str(path), machine_paths)
-        except ValueError as e:
-            problems.append(str(e))
-            continue
-        student.metadata[METADATA_KEY] = {"student_version_of": path.name}
-        versions[path.name] = notebook_text(clean_notebook(student))
-    if copies:
-        problems.insert(0, f"{source_dir} holds student versions, not lessons ({', '.join(copies)}): pass "
-                           "the lessons' folder as --source")
-    raise_all(problems, f"lessons in {source_dir} cannot be made into student versions")
-    return versions
-
-
-def _same_folder(a: Path, b: Path) -> bool:
-    if a.exists() and b.exists():
-        return os.path.samefile(a, b)
-    return a.resolve() == b.resolve()
-
-
-def write_student_notebooks(source_dir: str | Path, out_dir: str | Path) -> list[Path]:
-    """Write the student version of every lesson to out_dir; delete the student versions (files this
-    function wrote) whose lesson is gone; never overwrite or delete a file it did not write."""
-    source_dir, out_dir = Path(source_dir), Path(out_dir)
-    if _same_folder(source_dir, out_dir):
-        raise ValueError(f"--out {out_dir} is the lessons' folder (--source {source_dir}): the student "
-                         "versions would replace the lessons; pass another --out (the default is "
-                         "notebooks/student)")
-    versions = student_versions(source_dir)
-    present = {path: student_version_of(path) for path in lessons(out_dir)}
-    foreign = [path for path, lesson in present.items() if lesson is None]
-    blocked = [path.name for path in foreign if path.name in versions]
-    if blocked:
-        raise ValueError(f"{out_dir} holds {', '.join(blocked)}, not written by student-notebooks (no "
-                         f"'{METADATA_KEY}.student_version_of' in its metadata): move or delete "
-                         f"{'it' if len(blocked) == 1 else 'them'} first, or pass another --out")
-    for path in foreign:
-        warnings.warn(f"left {path} alone: not a student version written by student-notebooks, and "
-                      f"{source_dir} has no lesson of that name", stacklevel=2)
-    for path, lesson in present.items():
-        if lesson is not None and path.name not in versions:
-            path.unlink()
-            warnings.warn(f"removed {path}: the student version of {lesson}, which {source_dir} no "
-                          "longer has", stacklevel=2)
-    written = []
-    for name, text in versions.items():
-        path = out_dir / name
-        if not path.exists() or path.read_text() != text:
-            atomic_write(path, text.encode())
-        written.append(path)
-    return written
