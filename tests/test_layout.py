@@ -93,9 +93,12 @@ def test_no_module_is_over_450_lines_except_drawing(path):
 # report is a command of its own that hands its workers its environment without TRITON_INTERPRET.
 # torchrun's variables are checked before torch.distributed reads them, and a run points torch.compile's
 # files at the cache (TORCHINDUCTOR_CACHE_DIR) while it runs: both settings are torch's, not the course's.
+# The grader hands each submission's run its environment with a home, cache and grade log of its own, and a
+# check appends its verdict to the grade log the grader named ($MINIALBERT_GRADE_LOG).
 READS_ENVIRONMENT = {("scale.py", "current_scale"), ("download.py", "cache_root"),
                      ("kernels/compile_report.py", "compile_variants"),
-                     ("device.py", "check_torchrun_variables"), ("compiling.py", "compile_cache")}
+                     ("device.py", "check_torchrun_variables"), ("compiling.py", "compile_cache"),
+                     ("course/grade.py", "run_env"), ("course/grade_log.py", "log_result")}
 
 
 def environment_reads(source: str, name: str) -> set[tuple[str, str]]:

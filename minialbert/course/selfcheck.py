@@ -17,6 +17,8 @@ import base64
 import hashlib
 from dataclasses import dataclass
 
+from .grade_log import log_result
+
 UNPRINTABLE = "its message cannot be printed"
 
 
@@ -126,19 +128,26 @@ class Question:
     def check(self, answer: object) -> None:
         """Print whether `answer` is right, with a one-line explanation or a hint. Never raises."""
         if answer is Ellipsis:
-            print(f"question {self.number}: no answer yet (replace the ... with yours)")
+            self._say("not answered", f"question {self.number}: no answer yet (replace the ... with yours)")
             return
         try:
             answer = answer_text(answer)      # read once: the same text is checked and unseals the why
         except UnreadableAnswer as e:
-            print(f"question {self.number}: could not read your answer ({e}); give a number or a text")
+            self._say("wrong", f"question {self.number}: could not read your answer ({e}); give a number "
+                               "or a text")
             return
         if self.is_right(answer):
-            print(f"question {self.number}: right. {unseal(self.why, answer, self.digits)}")
+            self._say("right", f"question {self.number}: right. {unseal(self.why, answer, self.digits)}")
         elif self.digits is not None and not _is_number(answer):
-            print(f"question {self.number}: wrong: the answer is a number ({self.digits} decimals)")
+            self._say("wrong", f"question {self.number}: wrong: the answer is a number ({self.digits} "
+                               "decimals)")
         else:
-            print(f"question {self.number}: wrong. Hint: {self.hint}")
+            self._say("wrong", f"question {self.number}: wrong. Hint: {self.hint}")
+
+    def _say(self, verdict: str, line: str) -> None:
+        """Print the answer's one line, and log it for `python -m minialbert grade` (grade_log.py)."""
+        print(line)
+        log_result("question", str(self.number), verdict, line)
 
 
 def _is_number(answer: object) -> bool:

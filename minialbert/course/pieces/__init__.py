@@ -11,8 +11,12 @@ whose __init__ the lesson gives) between solution markers; the next cell calls `
 
 The learner's piece and the package's run on the same random inputs (module pieces with the same
 random weights, compared on outputs and on every parameter's gradient); the verdict is one line
-naming what differs: the shape, the first differing position, a parameter's name, or a known
-mistake the output matches. `check` never raises, so a wrong or missing piece never stops a lesson:
+naming what differs: the shape, the first differing position, a parameter's name, and a known
+mistake the output matches or else its pattern (a factor such as "x 0.5 = 1/sqrt(d)", a sign, transposed
+axes, the padded positions, a shift by one, the training step's left-out operation: mistakes.py). Each
+piece is judged alone: while its check runs, the other pieces the learner's code calls by name are the
+package's (checking.judge_alone), so a wrong attention is blamed on the attention, not on the layer
+that calls it. `check` never raises, so a wrong or missing piece never stops a lesson:
 the lesson goes on with the package's version (an exception that cannot be printed, or a call to exit(),
 gets its one line too; only an interrupt, Ctrl-C, goes through). It returns whether the piece is right.
 A run of the lesson's training with the learner's pieces is guarded the same way: runs.py.
@@ -22,9 +26,10 @@ from __future__ import annotations
 
 import torch
 
+from ..grade_log import log_result
 from ..selfcheck import UNPRINTABLE, message_line
 from . import lesson_04, lesson_05, lessons_02_03, lessons_06_10
-from .checking import TRIAL_KINDS, TRIALS, Piece, failure
+from .checking import TRIALS, Piece, failure, judge_alone
 
 PIECES: dict[str, Piece] = {p.name: p for group in (lessons_02_03, lesson_04, lesson_05, lessons_06_10)
                             for p in group.PIECES}
@@ -43,20 +48,28 @@ def check(name: str, yours, trials: int = TRIALS, seed: int = 0) -> bool:
     largest = 0.0
     for trial in range(trials):
         try:
-            problem, diff = TRIAL_KINDS[piece.kind](piece, yours, g, trial)
+            problem, diff = judge_alone(piece, yours, g, trial, PIECES)    # the other pieces: the package's
         except NotImplementedError as e:
             said = message_line(e)
-            print(f"{name}: not written yet ({UNPRINTABLE if said is None else said}); the rest of the "
-                  "lesson uses the package's version")
+            _say(name, "not written", f"{name}: not written yet ({UNPRINTABLE if said is None else said}); "
+                                      "the rest of the lesson uses the package's version")
             return False
         except KeyboardInterrupt:                 # the learner stopping the cell: let it stop
             raise
         except BaseException as e:                # the learner's code failed: say how, in one line
-            print(f"{name}: wrong: {failure(e)}; the rest of the lesson uses the package's version")
+            _say(name, "error", f"{name}: wrong: {failure(e)}; the rest of the lesson uses the package's "
+                                "version")
             return False
         if problem is not None:
-            print(f"{name}: wrong: {problem}")
+            _say(name, "wrong", f"{name}: wrong: {problem}")
             return False
         largest = max(largest, diff)
-    print(f"{name}: right: matches the package on {trials} random inputs (largest difference {largest:.1g})")
+    _say(name, "right", f"{name}: right: matches the package on {trials} random inputs (largest difference "
+                        f"{largest:.1g})")
     return True
+
+
+def _say(name: str, verdict: str, line: str) -> None:
+    """Print a check's one line, and log it for `python -m minialbert grade` (grade_log.py)."""
+    print(line)
+    log_result("piece", name, verdict, line)

@@ -1,11 +1,15 @@
-"""The machinery behind `check`: what a piece is, the random inputs the groups share, and how the learner's
-output is compared with the package's (values, shapes, gradients, the mistakes a wrong output matches)."""
+"""The machinery behind `check`: what a piece is, the random inputs the groups share, how each piece is judged
+alone (the other pieces it calls are the package's while its check runs), and how the learner's output is
+compared with the package's (values, shapes, gradients, the mistakes or patterns a wrong output matches)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -13,12 +17,12 @@ from torch import nn
 
 from ...config import CLS_ID, IGNORE_INDEX, SEP_ID, AlbertConfig
 from ..selfcheck import exception_line
+from .mistakes import ATOL, RTOL, pattern
 
 # A small model for the checks: every size different, so a swapped dimension shows as a wrong shape.
 CHECK_CONFIG = AlbertConfig(vocab_size=50, embedding_size=6, hidden_size=12, num_layers=3, num_heads=3,
                             intermediate_size=20, max_position_embeddings=16)
-TRIALS = 3                 # random inputs per check
-ATOL, RTOL = 1e-5, 1e-4    # float32 differences below these are rounding
+TRIALS = 3                 # random inputs per check; float32 differences below ATOL, RTOL are rounding
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,12 @@ class Piece:
     property pieces: reference(yours, generator, trial) checks what the piece must do (measured shares,
     or the package's training step run beside it) and returns (problem or None, largest difference).
     mistakes: (what the mistake is, a function of the same arguments as the reference giving the
-    output it produces); a wrong output that matches one is named.
+    output it produces); a wrong output that matches one is named. A wrong output that matches none is
+    compared for a pattern (mistakes.py), with the factors named by `sizes` (inputs -> {symbol: n}; by
+    default every size of the inputs) and `inner`: (what, fn(change, *inputs)), the package's output with
+    one quantity inside it changed (attention's scores).
+    package: the package's version as the learner's code calls it, put in place of the learner's while
+    another piece's check runs (default: a function piece's reference; None: the learner's stays).
     """
 
     name: str
@@ -43,6 +52,13 @@ class Piece:
     build: Callable | None = None
     rename: tuple = ()
     output: Callable = staticmethod(lambda out: out)      # the package module's output -> the tensor compared
+    sizes: Callable | None = None
+    inner: tuple = ()
+    package: Callable | None = None
+
+    def package_version(self) -> Callable | None:
+        """What a later piece's check calls in place of the learner's version of this piece."""
+        return self.package or (self.reference if self.kind == "function" else None)
 
 
 def randn(g: torch.Generator, *shape: int) -> torch.Tensor:
@@ -192,6 +208,15 @@ def _load_package_weights(mine: nn.Module, package: nn.Module, rename: tuple) ->
     return None
 
 
+def named_pattern(piece: Piece, yours, theirs, inputs: tuple) -> str:
+    """'; <the pattern>' when the wrong output relates to the package's simply (mistakes.py), else ''."""
+    try:
+        sizes = piece.sizes(*inputs) if piece.sizes else None
+    except Exception:
+        sizes = None
+    return pattern(yours, theirs, inputs, sizes, piece.inner)
+
+
 def named_mistake(mistakes: tuple, yours, inputs: tuple, package=None) -> str:
     """'; that is what <mistake> gives' when the wrong output matches one of a piece's `mistakes`, else ''."""
     for what, variant in mistakes:
@@ -207,7 +232,8 @@ def _trial_function(piece: Piece, fn: Callable, g: torch.Generator, trial: int) 
     theirs = piece.reference(*inputs)
     yours = fn(*inputs)
     if (problem := difference(yours, theirs)) is not None:
-        return problem + named_mistake(piece.mistakes, yours, inputs), 0.0
+        said = named_mistake(piece.mistakes, yours, inputs) or named_pattern(piece, yours, theirs, inputs)
+        return problem + said, 0.0
     return None, largest(yours, theirs)
 
 
@@ -223,7 +249,9 @@ def _trial_module(piece: Piece, cls: type, g: torch.Generator, trial: int) -> tu
     inputs = piece.inputs(g, trial)
     theirs, yours = piece.output(package(*inputs)), mine(*inputs)
     if (problem := difference(yours, theirs)) is not None:
-        return problem + named_mistake(piece.mistakes, yours, inputs, package), 0.0
+        said = (named_mistake(piece.mistakes, yours, inputs, package)
+                or named_pattern(piece, yours, theirs, inputs))
+        return problem + said, 0.0
     weights = randn(g, *theirs.shape)                      # a random loss, so every gradient is tested
     (theirs * weights).sum().backward()
     (yours * weights).sum().backward()
@@ -242,3 +270,68 @@ def _trial_property(piece: Piece, fn: Callable, g: torch.Generator, trial: int) 
 
 
 TRIAL_KINDS = {"function": _trial_function, "module": _trial_module, "property": _trial_property}
+
+
+# ------------------------------------------------------------------ each piece judged alone
+CHECKED: dict[int, tuple[object, str]] = {}     # id -> (what the learner passed to check, the piece's name)
+
+
+def remember(name: str, yours) -> None:
+    """Note that `yours` is the learner's version of piece `name` (kept, so that its id stays its own)."""
+    CHECKED[id(yours)] = (yours, name)
+
+
+def namespaces(yours) -> list[dict]:
+    """The global namespaces the learner's code looks names up in: a function's, or those of the methods a
+    class and its bases (outside torch) define."""
+    if isinstance(yours, functools.partial):
+        yours = yours.func
+    functions = [yours]
+    if isinstance(yours, type):
+        functions = [f for k in yours.__mro__ if not k.__module__.startswith(("torch", "builtins"))
+                     for f in vars(k).values() if isinstance(f, types.FunctionType)]
+    found = {}
+    for f in functions:
+        if isinstance(names := getattr(f, "__globals__", None), dict):
+            found[id(names)] = names
+    return list(found.values())
+
+
+def which_piece(key: str, value, pieces: dict) -> str | None:
+    """The piece a global of the learner's is a version of: the one it was passed to check as, or the one
+    it is named after (attention, my_attention) when it is callable; else None."""
+    entry = CHECKED.get(id(value))
+    if entry is not None and entry[0] is value:
+        return entry[1]
+    name = key.removeprefix("my_")
+    return name if name in pieces and callable(value) else None
+
+
+@contextmanager
+def package_versions(name: str, yours, pieces: dict) -> Iterator[None]:
+    """While piece `name` is checked, the learner's versions of the other pieces, in the namespaces its code
+    reads, are the package's (Piece.package_version); afterwards they are the learner's again."""
+    swapped = []
+    for namespace in namespaces(yours):
+        for key, value in list(namespace.items()):
+            other = which_piece(key, value, pieces)
+            if other is None or other == name or value is yours:
+                continue
+            if (version := pieces[other].package_version()) is not None and version is not value:
+                swapped.append((namespace, key, value))
+                namespace[key] = version
+    try:
+        yield
+    finally:
+        for namespace, key, value in reversed(swapped):
+            namespace[key] = value
+
+
+def judge_alone(piece: Piece, yours, g: torch.Generator, trial: int,
+                pieces: dict) -> tuple[str | None, float]:
+    """One trial of `piece`'s check, judged alone: the other pieces the learner's code calls by name are the
+    package's meanwhile, so a right piece is right whatever the learner's earlier pieces do, and a wrong
+    one is blamed on itself. -> (what differs or None, the largest difference)."""
+    remember(piece.name, yours)
+    with package_versions(piece.name, yours, pieces):
+        return TRIAL_KINDS[piece.kind](piece, yours, g, trial)

@@ -7,7 +7,16 @@ import random
 import torch
 
 from ...config import CLS_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID, UNK_ID
-from ...masking import MASK_RATE, MaskingVocab, ngram_mask, ngram_probabilities, whole_words
+from ...masking import (
+    MASK_RATE,
+    MAX_NGRAM,
+    MaskingVocab,
+    corrupt,
+    cumulative_ngram_probabilities,
+    ngram_mask,
+    ngram_probabilities,
+    whole_words,
+)
 from .checking import Piece
 
 
@@ -80,6 +89,17 @@ def _ngram_draw_shares(draw_fn, g, trial) -> tuple[str | None, float]:
     return None, largest
 
 
+def _package_draw(rng: random.Random, max_ngram: int) -> int:
+    """One span length n drawn from p(n) with rng, as masking.ngram_mask draws it."""
+    return rng.choices(range(1, max_ngram + 1), cum_weights=cumulative_ngram_probabilities(max_ngram))[0]
+
+
+def _package_spans(ids, vocab, rng, mask_rate=MASK_RATE, max_ngram=MAX_NGRAM):
+    """masking.ngram_mask as the lesson's piece returns it: (the ids the model sees, the labels)."""
+    masked = ngram_mask(ids, vocab, rng, mask_rate=mask_rate, max_ngram=max_ngram)
+    return masked.input_ids, masked.mlm_labels
+
+
 def _span_sequence(g) -> tuple[list[int], MaskingVocab]:
     """[CLS] A [SEP] B [SEP] of random pieces: words of one to three pieces, two segments."""
     vocab = _masking_vocab(g)
@@ -133,7 +153,7 @@ PIECES = (
     Piece("whole_words", "function", whole_words, _whole_words_inputs,
           mistakes=(("counting the special tokens as words",
                      lambda ids, vocab: [[p] for p in range(len(ids))]),)),
-    Piece("corrupt", "property", _corrupt_shares, lambda g, trial: ()),
+    Piece("corrupt", "property", _corrupt_shares, lambda g, trial: (), package=corrupt),
     Piece("sop_pair", "function", _sop_pair, _pair_inputs,
           mistakes=(("label 0 for the swapped order (the package: 1 = swapped)",
                      lambda a, b, o, swap: (b, a, 0) if swap else (a, b, 1)),)),
@@ -145,6 +165,6 @@ PIECES = (
     Piece("mask_budget", "function", _package_budget, _budget_inputs,
           mistakes=(("rounding without the minimum of one token", lambda n, rate: round(n * rate)),
                     ("truncating with int() instead of rounding", lambda n, rate: int(n * rate)))),
-    Piece("ngram_draw", "property", _ngram_draw_shares, lambda g, trial: ()),
-    Piece("span_placement", "property", _span_placement, lambda g, trial: ()),
+    Piece("ngram_draw", "property", _ngram_draw_shares, lambda g, trial: (), package=_package_draw),
+    Piece("span_placement", "property", _span_placement, lambda g, trial: (), package=_package_spans),
 )

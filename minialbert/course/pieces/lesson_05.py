@@ -13,9 +13,10 @@ from ...config import IGNORE_INDEX
 from ...evaluation import evaluate_pretraining, summary_record
 from ...experiments.synthetic import permutation_chains
 from ...model import AlbertForPretraining, AlbertForSequenceClassification
-from ...optim import Lamb, make_optimizer, param_groups, trust_ratio, warmup_linear_decay
+from ...optim import NO_DECAY, Lamb, make_optimizer, param_groups, trust_ratio, warmup_linear_decay
 from ...train import TrainArgs, pretrain, train_step
 from .checking import CHECK_CONFIG, Piece, difference, pretraining_batch, randn, short
+from .mistakes import left_out_operation, pattern
 
 
 def _trust_ratio_inputs(g, trial):
@@ -44,26 +45,40 @@ def _unigram_inputs(g, trial):
     return skewed(60), skewed(40)
 
 
+def _package_step(model, batch, optimizer, scheduler, clip_norm):
+    """train.train_step on one batch, called as the lesson's piece is: returns the loss (a float)."""
+    args = SimpleNamespace(clip_norm=clip_norm, objective="sop")
+    return train_step(model, model, [batch], optimizer, scheduler, args)["loss"]
+
+
 def _training_step_check(step_fn, g, trial) -> tuple[str | None, float]:
     """Three steps of the learner's training_step and of train.train_step from the same weights on the
-    same batches: the losses and the final weights must agree."""
+    same batches: the losses and the final weights must agree. When they do not, the package's step run
+    with one operation left out that gives the learner's result is named (mistakes.left_out_operation)."""
     torch.manual_seed(trial)
     cfg = CHECK_CONFIG.replace(classifier_dropout_prob=0.0)
-    models = [AlbertForPretraining(cfg, sentence_task="sop") for _ in range(2)]
-    models[1].load_state_dict(models[0].state_dict())
-    optims = [make_optimizer("adamw", m, lr=0.05) for m in models]
-    schedules = [warmup_linear_decay(o, warmup_steps=1, total_steps=4) for o in optims]
-    args = SimpleNamespace(clip_norm=0.5, objective="sop")   # a small clip, so clipping matters
-    for step in range(3):
-        batch = pretraining_batch(g, cfg)
-        yours = step_fn(models[0], batch, optims[0], schedules[0], args.clip_norm)
-        theirs = train_step(models[1], models[1], [batch], optims[1], schedules[1], args)["loss"]
-        if (problem := difference(yours, theirs)) is not None:
-            return f"step {step + 1}: the loss differs: {problem}", 0.0
-    theirs = dict(models[1].named_parameters())
-    for name, p in models[0].named_parameters():
-        if (problem := difference(p, theirs[name])) is not None:
-            return f"after 3 steps the losses agree but {name} differs: {problem}", 0.0
+    start = AlbertForPretraining(cfg, sentence_task="sop").state_dict()
+
+    def build():
+        model = AlbertForPretraining(cfg, sentence_task="sop")
+        model.load_state_dict(start)
+        optimizer = make_optimizer("adamw", model, lr=0.05, weight_decay=0.1)    # a decay that shows
+        return model, optimizer, warmup_linear_decay(optimizer, warmup_steps=1, total_steps=4)
+
+    clip_norm = 0.5                                            # a small clip, so clipping matters
+    batches = [pretraining_batch(g, cfg) for _ in range(3)]
+    (mine, *yours), (package, *theirs) = build(), build()
+    losses = []
+    for step, batch in enumerate(batches, start=1):
+        losses.append(step_fn(mine, batch, *yours, clip_norm))
+        if (problem := difference(losses[-1], _package_step(package, batch, *theirs, clip_norm))) is not None:
+            return (f"step {step}: the loss differs: {problem}"
+                    + left_out_operation(build, batches, losses, mine, clip_norm)), 0.0
+    expected = dict(package.named_parameters())
+    for name, p in mine.named_parameters():
+        if (problem := difference(p, expected[name])) is not None:
+            return (f"after 3 steps the losses agree but {name} differs: {problem}"
+                    + left_out_operation(build, batches, losses, mine, clip_norm)), 0.0
     return None, 0.0
 
 
@@ -116,6 +131,12 @@ def _lamb_variant(w, g, m, v, lr, weight_decay, adapt, correct=False, decoupled=
     return w - lr * u - (lr * weight_decay * w if decoupled else 0), m, v
 
 
+def _package_excluded(name: str) -> bool:
+    """optim.param_groups' rule: a parameter whose name holds one of NO_DECAY gets neither weight decay
+    nor the trust ratio."""
+    return any(part in name for part in NO_DECAY)
+
+
 def _decay_exclusion(excluded_fn, g, trial) -> tuple[str | None, float]:
     """The learner's excluded(name) on every parameter of a model, against optim.param_groups' split."""
     model = (AlbertForPretraining(CHECK_CONFIG, sentence_task="sop"),
@@ -146,8 +167,19 @@ def _lr_factor_schedule(factor_fn, g, trial) -> tuple[str | None, float]:
     for step in range(total + 1):
         yours, theirs = factor_fn(step, warmup, total), _package_lr_factor(step, warmup, total)
         if (problem := difference(float(yours), float(theirs))) is not None:
-            return f"warmup {warmup}, total {total}, step {step}: {problem}", 0.0
+            said = _schedule_pattern(factor_fn, warmup, total)
+            return f"warmup {warmup}, total {total}, step {step}: {problem}{said}", 0.0
     return None, 0.0
+
+
+def _schedule_pattern(factor_fn, warmup: int, total: int) -> str:
+    """How the learner's whole schedule relates to the package's (mistakes.pattern over the steps), or ''."""
+    try:
+        yours = torch.tensor([float(factor_fn(step, warmup, total)) for step in range(total + 1)])
+    except Exception:
+        return ""
+    theirs = torch.tensor([_package_lr_factor(step, warmup, total) for step in range(total + 1)])
+    return pattern(yours, theirs, (warmup, total), axes=("step",))
 
 
 def _training_loop_check(loop_fn, g, trial) -> tuple[str | None, float]:
@@ -164,15 +196,12 @@ def _training_loop_check(loop_fn, g, trial) -> tuple[str | None, float]:
     model = AlbertForPretraining(cfg, sentence_task=None)
     optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
 
-    def step(model, batch, optimizer, scheduler, clip_norm):
-        return train_step(model, model, [batch], optimizer, scheduler, SimpleNamespace(clip_norm=clip_norm,
-                                                                                       objective="mlm"))["loss"]
-
     def evaluate(model, data):
         return summary_record(evaluate_pretraining(model, data, max_examples=args.eval_examples,
                                                    batch_size=2 * args.batch_size))
 
-    yours = loop_fn(model, optimizer, _package_lr_factor, train_data, valid_data, args, step, evaluate)
+    yours = loop_fn(model, optimizer, _package_lr_factor, train_data, valid_data, args, _package_step,
+                    evaluate)
     if not isinstance(yours, list) or not all(isinstance(r, dict) and "step" in r for r in yours):
         return "it must return the history: a list of records, dicts with a 'step'", 0.0
     for split, keys in (("train", ("loss",)), ("valid", ("mlm_loss", "mask_accuracy"))):
@@ -192,25 +221,29 @@ PIECES = (
     Piece("trust_ratio", "function", trust_ratio, _trust_ratio_inputs,
           mistakes=(("the inverse ratio ||u|| / ||w||",
                      lambda w, u: torch.where((w.norm() > 0) & (u.norm() > 0), u.norm() / w.norm(), 1.0)),)),
-    Piece("mask_accuracy", "function", _mask_accuracy, _mask_accuracy_inputs),
+    Piece("mask_accuracy", "function", _mask_accuracy, _mask_accuracy_inputs,
+          sizes=lambda logits, labels: {"M": logits.shape[0]}),
     Piece("unigram_accuracy", "function", _unigram_accuracy, _unigram_inputs,
           mistakes=(("guessing the held-out split's most frequent token (a baseline may read only the "
                      "training split)", lambda train, held: _unigram_accuracy(held, held)),)),
-    Piece("training_step", "property", _training_step_check, lambda g, trial: ()),
+    Piece("training_step", "property", _training_step_check, lambda g, trial: (), package=_package_step),
     Piece("mlm_loss", "function", _mlm_loss, _mlm_loss_inputs,
           mistakes=(("averaging over every position (the unpredicted ones counted as zero loss)",
                      lambda lg, lb: F.cross_entropy(lg.flatten(0, 1), lb.flatten(), reduction="sum")
                      / lb.numel()),
                     ("the mean of each sequence's mean (a sequence with one prediction weighs as much as one "
-                     "with four)", _mean_of_row_means))),
+                     "with four)", _mean_of_row_means)),
+          sizes=lambda logits, labels: {"M": int((labels != IGNORE_INDEX).sum())}),
     Piece("lamb_update", "function", _lamb_update, _lamb_inputs,
           mistakes=(("Adam's bias correction (the official ALBERT code has none)",
                      lambda *a: _lamb_variant(*a, correct=True)),
                     ("decoupled weight decay outside the trust ratio (AdamW's way, not LAMB's)",
                      lambda *a: _lamb_variant(*a, decoupled=True)),
                     ("the trust ratio applied to a tensor excluded from it (a LayerNorm or bias)",
-                     lambda *a: _lamb_variant(*a, always_adapt=True)))),
-    Piece("decay_exclusion", "property", _decay_exclusion, lambda g, trial: ()),
-    Piece("lr_factor", "property", _lr_factor_schedule, lambda g, trial: ()),
+                     lambda *a: _lamb_variant(*a, always_adapt=True))),
+          inner=(("the weight decay", lambda change, w, g, m, v, lr, decay, adapt:
+                  _lamb_update(w, g, m, v, lr, float(change(torch.tensor(decay))), adapt)),)),
+    Piece("decay_exclusion", "property", _decay_exclusion, lambda g, trial: (), package=_package_excluded),
+    Piece("lr_factor", "property", _lr_factor_schedule, lambda g, trial: (), package=_package_lr_factor),
     Piece("training_loop", "property", _training_loop_check, lambda g, trial: ()),
 )

@@ -26,8 +26,9 @@ def _attention_inputs(g, trial):
     return randn(g, B, h, N, d), randn(g, B, h, N, d), randn(g, B, h, N, d), padded_keys(g, B, N)
 
 
-def _attention_variant(q, k, v, attend, scale=True, mask=True, dim=-1):
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+def _attention_variant(q, k, v, attend, scale=True, mask=True, dim=-1, change=lambda scores: scores):
+    """The package's attention with one thing changed (`change`: a function of the scaled scores)."""
+    scores = change(q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0))
     if mask:
         scores = scores.masked_fill(~attend, torch.finfo(scores.dtype).min)
     return scores.softmax(dim=dim) @ v
@@ -98,7 +99,9 @@ PIECES = (
           mistakes=(("leaving out the 1/sqrt(d) scale", lambda *a: _attention_variant(*a, scale=False)),
                     ("not masking the padded keys", lambda *a: _attention_variant(*a, mask=False)),
                     ("a softmax over the queries (dim=-2) instead of the keys",
-                     lambda *a: _attention_variant(*a, dim=-2)))),
+                     lambda *a: _attention_variant(*a, dim=-2))),
+          sizes=lambda q, k, v, attend: {"d": q.shape[-1]},
+          inner=(("the scores", lambda change, *a: _attention_variant(*a, change=change)),)),
     Piece("layer", "module", lambda cfg: TransformerLayer(cfg).eval(), _layer_inputs,
           rename=(("attention.LayerNorm.", "attention_norm."), ("attention.", ""),
                   ("feed_forward.LayerNorm.", "ffn_norm."), ("feed_forward.", "")),
