@@ -140,8 +140,10 @@ def cmd_ablation(args: argparse.Namespace, scale: Scale) -> None:
     from .course.plots import figure_dir, plot_ablation, save_figure
     from .experiments.ablation import ARMS, DOWNSTREAM_TASKS, format_summary, run_ablation
 
-    arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(ARMS)
     sizes = lesson_sizes(scale)                                 # lesson 08's, so the two agree
+    if args.long_text or args.order_control:
+        return other_ablation(args, scale, sizes)
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(ARMS)
     ablation = dataclasses.replace(sizes.ablation, seeds=args.seeds) if args.seeds else sizes.ablation
     result = run_ablation(arms, scale, ablation, sizes.downstream.finetune, progress=not args.quiet,
                           downstream=() if args.no_downstream else DOWNSTREAM_TASKS)
@@ -149,6 +151,24 @@ def cmd_ablation(args: argparse.Namespace, scale: Scale) -> None:
     axes = plot_ablation(result)
     path = save_figure(axes[0].figure, "nsp_vs_sop", result, args.out or figure_dir(scale))
     print(f"wrote {path} and {path.with_suffix('.json')} ({result['seconds']:.0f} s)")
+
+
+def other_ablation(args: argparse.Namespace, scale: Scale, sizes) -> None:
+    """`ablation --long-text` (the 128-token arms) or `--order-control` (the positive control): run it at
+    the lesson's sizes and write its JSON."""
+    from .course.plots import figure_dir
+    from .download import write_json
+    from .experiments.long_text_ablation import run_long_text_ablation
+    from .experiments.order_control import run_order_control
+
+    if args.long_text:
+        name, result = "long_text_ablation", run_long_text_ablation(scale, sizes.long_text,
+                                                                    progress=not args.quiet)
+    else:
+        name, result = "order_control", run_order_control(sizes.order_control, progress=not args.quiet)
+    path = (args.out or figure_dir(scale)) / f"{name}.json"
+    write_json(path, result)
+    print(f"wrote {path} ({result['seconds']:.0f} s)")
 
 
 def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
@@ -338,6 +358,18 @@ def cmd_student_notebooks(args: argparse.Namespace, scale: Scale) -> None:
     print(f"{len(written)} student notebooks in {args.out}")
 
 
+def cmd_grade(args: argparse.Namespace, scale: Scale) -> None:
+    from .course.grade import Limits, grade
+    from .course.grade_table import markdown, write_csv
+
+    progress = None if args.quiet else lambda line: print(line, file=sys.stderr)
+    grades = grade(args.submissions, args.lessons, Limits(args.timeout, args.memory), args.seed_cache,
+                   args.scale or "ci", progress)
+    print(markdown(grades), end="")
+    if args.out:
+        print(f"wrote {write_csv(grades, args.out)}")
+
+
 def cmd_clean_notebooks(args: argparse.Namespace, scale: Scale) -> None:
     from .course.notebooks import clean_notebooks
 
@@ -354,7 +386,7 @@ COMMANDS = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo, 
             "figures": cmd_figures, "finetune": cmd_finetune, "tasks": cmd_tasks,
             "smoothness": cmd_smoothness, "tokenizer": cmd_tokenizer,
             "student-notebooks": cmd_student_notebooks, "clean-notebooks": cmd_clean_notebooks,
-            "pack": cmd_pack, "unpack": cmd_unpack}
+            "pack": cmd_pack, "unpack": cmd_unpack, "grade": cmd_grade}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -197,8 +197,16 @@ def add_ablation(command: Callable[..., Parser]) -> None:
     abl.add_argument("--seeds", type=positive_int,
                      help="pretraining seeds per arm (zoo entries; default: the scale's)")
     abl.add_argument("--no-downstream", action="store_true", help="skip the fine-tuning part")
+    which = abl.add_mutually_exclusive_group()
+    which.add_argument("--long-text", action="store_true",
+                       help="read the 128-token arms instead (a masked-LM trunk, then MLM / NSP / SOP "
+                            "branches, two seeds: minialbert.experiments.long_text_ablation) and write "
+                            "long_text_ablation.json")
+    which.add_argument("--order-control", action="store_true",
+                       help="run the positive control instead (the three arms on the generated `ordered` "
+                            "corpus: minialbert.experiments.order_control) and write order_control.json")
     abl.add_argument("--out", type=directory, metavar="DIR",
-                     help="where nsp_vs_sop.json and .png go (default: the scale's figure directory)")
+                     help="where the JSON (and nsp_vs_sop.png) go (default: the scale's figure directory)")
 
 
 def add_figures(command: Callable[..., Parser]) -> None:
@@ -231,6 +239,33 @@ def add_student_notebooks(command: Callable[..., Parser]) -> None:
                      help="for instructors: replace student versions edited since they were written, and "
                           "remove edited ones whose lesson is gone (one line says each); without it an "
                           "edited version is kept and the new one written beside it (NN_name.new.ipynb)")
+
+
+def add_grade(command: Callable[..., Parser]) -> None:
+    """`grade`: a class's submitted student notebooks run and graded, per piece and question."""
+    grd = command("grade", help="run submitted student notebooks and grade each piece and question",
+                  description="Run each submitted student notebook top to bottom at ci scale (unless "
+                              "--scale says otherwise), alone (its own process, temporary home, cache and "
+                              "working folder, a time and a memory limit), and print a markdown table: per "
+                              "student, each piece right / wrong / not written / error / not run, each "
+                              "self-check answer right / wrong / not answered. Not a sandbox for hostile "
+                              "code: docs/instructors.md.")
+    grd.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
+                     help="submitted notebooks (student versions of lessons, as handed in)")
+    grd.add_argument("--out", type=file_name, metavar="CSV",
+                     help="also write the table as CSV (a row per student and item)")
+    grd.add_argument("--lessons", type=Path, default=Path("notebooks"),
+                     help="folder of the lessons, which say what pieces and questions each has "
+                          "(default: notebooks)")
+    grd.add_argument("--timeout", type=positive_int, default=600, metavar="SECONDS",
+                     help="wall-clock limit per submission; the run is killed when it is reached (default: "
+                          "600)")
+    grd.add_argument("--memory", type=positive_int, default=8192, metavar="MIB",
+                     help="address-space limit per submission, in MiB (default: 8192; a ci lesson needs "
+                          "about 2048)")
+    grd.add_argument("--seed-cache", type=Path, metavar="DIR",
+                     help="a minialbert cache every run's cache starts with (copied once, files read-only), "
+                          "so lessons do not rebuild what it holds (default: each run starts empty)")
 
 
 def add_finetune(command: Callable[..., Parser]) -> None:
@@ -357,7 +392,7 @@ def build_parser() -> Parser:
         return sub.add_parser(name, parents=[common], **kwargs)
 
     for add in (add_pretrain, add_evaluate, add_zoo, add_ablation, add_figures, add_student_notebooks,
-                add_finetune, add_tasks, add_clean_notebooks, add_tokenizer, add_smoothness, add_pack,
-                add_unpack):                             # in the order `minialbert --help` lists them
+                add_grade, add_finetune, add_tasks, add_clean_notebooks, add_tokenizer, add_smoothness,
+                add_pack, add_unpack):                   # in the order `minialbert --help` lists them
         add(command)
     return p

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..experiments import long_text_ablation, order_control
 from ..experiments.ablation import AblationSizes
 from ..experiments.finetune import FinetuneArgs
+from ..experiments.long_text_ablation import LongTextSizes
+from ..experiments.order_control import OrderControlSizes
 from ..scale import Scale
 
 
@@ -73,6 +76,8 @@ class LessonSizes:
     downstream: Downstream = field(default_factory=Downstream)
     curve: LearningCurve = LearningCurve()
     ablation: AblationSizes = AblationSizes()   # lesson 08 and `python -m minialbert ablation`
+    long_text: LongTextSizes = long_text_ablation.COURSE_SIZES         # lesson 08's 128-token arms
+    order_control: OrderControlSizes = order_control.COURSE_SIZES      # lesson 08's positive control
     speed: Speed = Speed()
     attention: Attention = Attention()
     fill_mask_sentences: int = 500          # lesson 11: held-out sentences with one word masked, scored
@@ -91,6 +96,7 @@ LESSON_SIZES = {
         curve=LearningCurve(label_sizes=(16, 64), few_label_sizes=(16, 64), long_warmup=5, long_eval_every=10,
                             probe_steps=20),
         ablation=AblationSizes(seeds=1, probe_examples=200, downstream_labels=32),
+        long_text=long_text_ablation.CI_SIZES, order_control=order_control.CI_SIZES,
         speed=Speed(("ci-albert", "ci-bert"), repeats=2),
         attention=Attention(seq_lens=(64, 128, 256, 512), kernel_check_len=70),
         narrow_by=8, read_results=False),
@@ -112,6 +118,7 @@ def dry_run_sizes(sizes: LessonSizes) -> LessonSizes:
         curve=LearningCurve(label_sizes=(4, 8), few_label_sizes=(4, 8), test_examples=8, long_warmup=1,
                             long_eval_every=5, probe_steps=2),
         ablation=AblationSizes(seeds=1, probe_examples=8, downstream_labels=8),
+        long_text=long_text_ablation.CI_SIZES, order_control=order_control.CI_SIZES,
         speed=replace(sizes.speed, repeats=1), attention=Attention(seq_lens=(64, 128), kernel_check_len=70),
         fill_mask_sentences=8, narrow_by=8, read_results=False)
 

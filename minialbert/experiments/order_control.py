@@ -47,17 +47,12 @@ SOP - MLM +20.2 points [+15.7, +24.5], SOP - NSP +19.7 [+15.1, +24.0].
 
 from __future__ import annotations
 
-import bisect
-import copy
 import dataclasses
 import random
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 
 import torch
-from torch import nn
 
 from ..config import OBJECTIVES, AlbertConfig
 from ..corpus.ordered import ordered_documents
@@ -66,24 +61,31 @@ from ..evaluation import (
     clustered_proportion,
     evaluate_pretraining,
     evaluation_sample,
-    sentence_metrics,
 )
 from ..masking import MASK_RATE, MaskingVocab
-from ..model import AlbertForPretraining, AlbertModel
-from ..optim import make_optimizer, warmup_linear_decay
-from ..pretraining_data import examples_from_token_documents, unmasked_ids
+from ..model import AlbertForPretraining
+from ..pretraining_data import examples_from_token_documents
 from ..pretraining_dataset import PretrainingDataset
 from ..segments import OFFICIAL
-from ..tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
+from ..tokenizer import Tokenizer
 from ..train import TrainArgs, pretrain
-from .ablation import fit_logistic, length_shortcut, read_pairs
-from .paired_bootstrap import paired_difference
+from .ablation import length_shortcut, read_pairs
+from .pair_readings import (
+    CHOICES,
+    ChoiceRecipe,
+    finetune_choice,
+    label_shares,
+    next_sentence_questions,
+    paired,
+    readings,
+    subset,
+    swap_only,
+    token_documents,
+)
 
-__all__ = ["ARMS", "CHOICES", "CI_SIZES", "COURSE_SIZES", "OrderControlSizes", "next_sentence_questions",
-           "run_order_control", "swap_only"]
+__all__ = ["ARMS", "CI_SIZES", "COURSE_SIZES", "OrderControlSizes", "run_order_control"]
 
 ARMS = tuple(OBJECTIVES)                # mlm, nsp, sop: the sentence objective is all that differs
-CHOICES = 4                             # candidates per downstream question (chance 1 / CHOICES)
 
 
 @dataclass(frozen=True)
@@ -128,145 +130,11 @@ COURSE_SIZES = OrderControlSizes("course", train_documents=6000, heldout_documen
 
 
 # ------------------------------------------------------------------------------- data
-def _token_documents(documents, tokenizer: Tokenizer) -> list[list[list[int]]]:
-    return [[tokenizer.encode(s) for s in doc.sentences] for doc in documents]
-
-
 def _pairs(token_docs, vocab: MaskingVocab, objective: str, sizes: OrderControlSizes, seed: int,
            dupe_factor: int = 1, mask_rate: float | None = None) -> PretrainingDataset:
     extra = {} if mask_rate is None else {"mask_rate": mask_rate}
     return examples_from_token_documents(token_docs, vocab, objective, sizes.max_seq_len, seed,
                                          dupe_factor=dupe_factor, segmenting=OFFICIAL, **extra)
-
-
-def _segments(dataset: PretrainingDataset, i: int) -> tuple[list[int], list[int]]:
-    """Segment A and segment B of pair i, unmasked token ids (no specials)."""
-    ex = dataset[i]
-    ids, types = unmasked_ids(ex).tolist(), ex["token_type_ids"].tolist()
-    b_start = types.index(1)
-    return ids[1:b_start - 1], ids[b_start:-1]
-
-
-def swap_only(dataset: PretrainingDataset, token_docs: Sequence[Sequence[Sequence[int]]]) -> list[int]:
-    """Indices of the SOP pairs whose segment B provably comes from A's document: B's token sequence
-    occurs in A's document and in no other of `token_docs` (the documents the pairs were cut from, in
-    the order of their ids). Official SOP pairs are then either in order (label 0) or swapped (label 1);
-    the random-document negatives drop out, since their B occurs in the document it was taken from
-    (and a B so short that it occurs in several documents drops out whatever its label)."""
-    offset = 0xE000                             # token ids as characters of the private-use area
-    texts = ["".join(chr(offset + t) for sentence in doc for t in sentence) for doc in token_docs]
-    joined = "\uffff".join(texts)               # a separator no token maps to
-    starts = list(accumulate((len(text) + 1 for text in texts[:-1]), initial=0))    # where each begins
-    keep = []
-    for i in range(len(dataset)):
-        _, b = _segments(dataset, i)
-        needle = "".join(chr(offset + t) for t in b)
-        d = int(dataset.document_ids[i])
-        found, where = set(), joined.find(needle)
-        while where >= 0 and len(found) < 2:
-            doc = bisect.bisect_right(starts, where) - 1
-            found.add(doc)
-            where = joined.find(needle, starts[doc] + len(texts[doc]))  # the next document on
-        if b and found == {d}:
-            keep.append(i)
-    return keep
-
-
-def _subset(dataset: PretrainingDataset, indices: Sequence[int]) -> PretrainingDataset:
-    """The examples at `indices`, in that order, as a dataset of their own."""
-    at = torch.as_tensor(list(indices), dtype=torch.long)
-    bounds = dataset.offsets.tolist()
-    pieces = [slice(bounds[i], bounds[i + 1]) for i in at.tolist()]
-    offsets = torch.cat([dataset.offsets[:1], dataset.lengths[at].cumsum(0).to(dataset.offsets.dtype)])
-    return PretrainingDataset(*(torch.cat([t[p] for p in pieces]) for t in
-                                (dataset.input_ids, dataset.token_type_ids, dataset.mlm_labels)), offsets,
-                              dataset.sentence_labels[at], dataset.objective, dataset.max_seq_len,
-                              None if dataset.document_ids is None else dataset.document_ids[at])
-
-
-def next_sentence_questions(token_docs: Sequence[Sequence[Sequence[int]]], context_sentences: int,
-                            per_document: int, rng: random.Random) -> list[dict]:
-    """Multiple-choice questions: {"document", "context" (token ids of up to context_sentences sentences),
-    "candidates" (CHOICES token-id sentences of the document), "answer" (index of the true next sentence)}.
-    The distractors are other sentences of the same document, none of them in the context, so topic says
-    nothing and order (the cues) decides. Up to per_document questions per document, at distinct places."""
-    questions = []
-    for d, doc in enumerate(token_docs):
-        places = [k for k in range(1, len(doc))
-                  if len(doc) - min(k, context_sentences) - 1 >= CHOICES - 1]
-        for k in sorted(rng.sample(places, min(per_document, len(places)))):
-            context = list(range(max(0, k - context_sentences), k))
-            others = [j for j in range(len(doc)) if j != k and j not in context]
-            chosen = [k, *rng.sample(others, CHOICES - 1)]
-            rng.shuffle(chosen)
-            questions.append({"document": d, "context": [t for j in context for t in doc[j]],
-                              "candidates": [list(doc[j]) for j in chosen], "answer": chosen.index(k)})
-    return questions
-
-
-def _choice_batch(questions: Sequence[dict], max_seq_len: int) -> dict[str, torch.Tensor]:
-    """[CLS] context [SEP] candidate [SEP] for every candidate of every question: (Q * CHOICES, N) tensors.
-    The context is cut from its front (its end, next to the candidate, is kept), the candidate from its
-    end."""
-    rows = []
-    for q in questions:
-        for cand in q["candidates"]:
-            cand = cand[:max_seq_len // 2]
-            context = q["context"][max(0, len(q["context"]) - (max_seq_len - 3 - len(cand))):]
-            rows.append(([CLS_ID, *context, SEP_ID, *cand, SEP_ID], len(context) + 2))
-    n = max(len(ids) for ids, _ in rows)
-    input_ids = torch.full((len(rows), n), PAD_ID, dtype=torch.long)
-    types, mask = torch.zeros_like(input_ids), torch.zeros_like(input_ids)
-    for r, (ids, a_len) in enumerate(rows):
-        input_ids[r, :len(ids)] = torch.tensor(ids)
-        types[r, a_len:len(ids)] = 1
-        mask[r, :len(ids)] = 1
-    return {"input_ids": input_ids, "token_type_ids": types, "attention_mask": mask,
-            "answers": torch.tensor([q["answer"] for q in questions])}
-
-
-class _Chooser(nn.Module):
-    """A pretrained encoder under one linear score per [CLS] context [SEP] candidate [SEP] row."""
-
-    def __init__(self, encoder: AlbertModel):
-        super().__init__()
-        self.albert = encoder
-        self.dropout = nn.Dropout(encoder.config.classifier_dropout_prob)
-        self.score = nn.Linear(encoder.config.hidden_size, 1)
-
-    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:         # (Q, CHOICES) logits
-        pooled = self.albert(batch["input_ids"], batch["token_type_ids"],
-                             batch["attention_mask"]).pooled_output                   # (Q * CHOICES, H)
-        return self.score(self.dropout(pooled)).view(-1, CHOICES)
-
-
-def finetune_choice(encoder: AlbertModel, train: Sequence[dict], test: Sequence[dict],
-                    sizes: OrderControlSizes, seed: int) -> torch.Tensor:
-    """Fine-tune a copy of `encoder` on the train questions (AdamW, warmup then linear decay) and return
-    its correctness on each test question (a 0/1 float tensor)."""
-    torch.manual_seed(seed)
-    model = _Chooser(copy.deepcopy(encoder)).train()
-    optimizer = make_optimizer("adamw", model, sizes.choice_lr)
-    scheduler = warmup_linear_decay(optimizer, max(1, sizes.choice_steps // 10), sizes.choice_steps)
-    order, rng = [], random.Random(seed)
-    for _ in range(sizes.choice_steps):
-        if len(order) < sizes.choice_batch:
-            order += rng.sample(range(len(train)), len(train))
-        batch = _choice_batch([train[i] for i in order[:sizes.choice_batch]], sizes.max_seq_len)
-        del order[:sizes.choice_batch]
-        loss = nn.functional.cross_entropy(model(batch), batch["answers"])
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-    model.eval()
-    correct = []
-    with torch.no_grad():
-        for start in range(0, len(test), 64):
-            batch = _choice_batch(test[start:start + 64], sizes.max_seq_len)
-            correct.append((model(batch).argmax(-1) == batch["answers"]).float())
-    return torch.cat(correct)
 
 
 # ------------------------------------------------------------------------------- measurements
@@ -276,7 +144,7 @@ def overfit_check(train: PretrainingDataset, cfg: AlbertConfig, sizes: OrderCont
     them every step, the recipe's optimizer and rate) should fit their labels. Returns {"pairs", "steps",
     "label_1_share", "sentence_accuracy" on those pairs (their masks as trained), "first_loss",
     "last_loss"}."""
-    few = _subset(train, range(min(pairs, len(train))))
+    few = subset(train, range(min(pairs, len(train))))
     args = TrainArgs(objective="sop", steps=steps, batch_size=len(few), lr=sizes.lr,
                      warmup=round(sizes.warmup_share * steps),
                      optimizer=sizes.optimizer, seed=seed, eval_every=0, checkpoint_every=0)
@@ -295,39 +163,10 @@ def _config(sizes: OrderControlSizes, vocab_size: int) -> AlbertConfig:
                                initializer_range=sizes.initializer_range)
 
 
-def _readings(model: AlbertForPretraining, heldout: dict[str, PretrainingDataset],
-              probe_sets: dict[str, PretrainingDataset]) -> tuple[dict, dict]:
-    """An encoder on every sentence task: ({"head": {task: metrics or None}, "probe": {task: metrics}},
-    {reading/task: per-pair 0/1 correctness}) for the paired differences."""
-    result, correct = {"head": {}, "probe": {}}, {}
-    for task, test in heldout.items():
-        truth, docs = test.sentence_labels.long(), test.document_ids
-        test_x, predicted = read_pairs(model, test, list(range(len(test))))
-        train = probe_sets[task]
-        train_x, _ = read_pairs(model, train, list(range(len(train))))
-        probe = fit_logistic(train_x, train.sentence_labels.long())(test_x)
-        for reading, guess in (("head", predicted), ("probe", probe)):
-            if guess is None:
-                result[reading][task] = None
-                continue
-            result[reading][task] = sentence_metrics(guess, truth, task, clusters=docs)
-            correct[f"{reading}/{task}"] = (guess == truth).float()
-    return result, correct
-
-
-def _shares(dataset: PretrainingDataset) -> list[float]:
-    """The share of each sentence label (0, 1) among a dataset's pairs."""
-    return (dataset.sentence_labels.bincount(minlength=2).double() / len(dataset)).tolist()
-
-
-def _paired(a: torch.Tensor, b: torch.Tensor, documents: torch.Tensor, seed: int) -> dict:
-    return paired_difference(a.tolist(), b.tolist(), documents.tolist(), seed=seed)
-
-
 def _goals(arms: dict, downstream: dict) -> dict:
     """The control's goals, read off the measurements (nothing is tuned to them)."""
     head = lambda arm, task: arms[arm]["head"][task]
-    mlm_probe, paired = arms["mlm"]["probe"]["sop_swap"]["ci95"], downstream["paired"]
+    mlm_probe, differences = arms["mlm"]["probe"]["sop_swap"]["ci95"], downstream["paired"]
     return {"nsp arm: NSP head >= 90%": head("nsp", "nsp")["accuracy"] >= 0.9,
             "nsp arm: SOP head on swap-only pairs within 5 points of 50%":
                 abs(head("nsp", "sop_swap")["accuracy"] - 0.5) <= 0.05,
@@ -335,8 +174,8 @@ def _goals(arms: dict, downstream: dict) -> dict:
             "sop arm: SOP head on swap-only pairs >= 90%": head("sop", "sop_swap")["accuracy"] >= 0.9,
             "sop arm: NSP head interval above 55%": head("sop", "nsp")["ci95"][0] > 0.55,
             "mlm arm: swap-only SOP probe interval holds 50%": mlm_probe[0] <= 0.5 <= mlm_probe[1],
-            "downstream: sop beats mlm (paired interval above 0)": paired["sop-mlm"]["ci95"][0] > 0,
-            "downstream: sop beats nsp (paired interval above 0)": paired["sop-nsp"]["ci95"][0] > 0}
+            "downstream: sop beats mlm (paired interval above 0)": differences["sop-mlm"]["ci95"][0] > 0,
+            "downstream: sop beats nsp (paired interval above 0)": differences["sop-nsp"]["ci95"][0] > 0}
 
 
 # ------------------------------------------------------------------------------- the experiment
@@ -358,7 +197,7 @@ def _run(sizes: OrderControlSizes, seed: int, progress: bool) -> dict:
                  "valid": ordered_documents("valid", sizes.heldout_documents),
                  "test": ordered_documents("test", sizes.heldout_documents)}
     tokenizer = Tokenizer.train([s for doc in documents["train"] for s in doc.sentences], sizes.vocab_size)
-    tokens = {split: _token_documents(docs, tokenizer) for split, docs in documents.items()}
+    tokens = {split: token_documents(docs, tokenizer) for split, docs in documents.items()}
     vocab = MaskingVocab.from_tokenizer(tokenizer)
     train_data = {arm: _pairs(tokens["train"], vocab, arm, sizes, seed, sizes.dupe_factor) for arm in ARMS}
     # held-out pairs, unmasked, from the valid and the test documents (ids: valid first, then test)
@@ -366,16 +205,16 @@ def _run(sizes: OrderControlSizes, seed: int, progress: bool) -> dict:
     heldout = {task: _pairs(heldout_docs, vocab, task, sizes, seed + k, mask_rate=0.0)
                for k, task in ((1, "nsp"), (2, "sop"))}
     swap_at = swap_only(heldout["sop"], heldout_docs)
-    heldout["sop_swap"] = _subset(heldout["sop"], swap_at)
+    heldout["sop_swap"] = subset(heldout["sop"], swap_at)
     heldout_mlm = _pairs(heldout_docs, vocab, "mlm", sizes, seed + 3)
     # probes fit on unmasked pairs of training documents (swap-only ones for the pure order question)
     probe_docs = tokens["train"][:sizes.probe_examples]
     probe_sets = {task: _pairs(probe_docs, vocab, task, sizes, seed + k, mask_rate=0.0)
                   for k, task in ((4, "nsp"), (5, "sop"))}
-    some_sop = _subset(probe_sets["sop"],
+    some_sop = subset(probe_sets["sop"],
                        evaluation_sample(probe_sets["sop"], 2 * sizes.probe_examples, seed))
-    probe_sets["sop_swap"] = _subset(some_sop, swap_only(some_sop, probe_docs))
-    probe_sets = {task: _subset(d, evaluation_sample(d, sizes.probe_examples, seed))
+    probe_sets["sop_swap"] = subset(some_sop, swap_only(some_sop, probe_docs))
+    probe_sets = {task: subset(d, evaluation_sample(d, sizes.probe_examples, seed))
                   for task, d in probe_sets.items()}
     data_seconds = time.perf_counter() - t0
 
@@ -392,17 +231,18 @@ def _run(sizes: OrderControlSizes, seed: int, progress: bool) -> dict:
         models[arm] = run.model.eval()
         last = run.history[-max(1, sizes.steps // 10):]             # the last tenth of the steps
         losses = {k: sum(r[k] for r in last) / len(last) for k in last[0] if k.endswith("loss")}
-        readings, correct[arm] = _readings(models[arm], heldout, probe_sets)
+        measured, correct[arm] = readings(models[arm], heldout, probe_sets)
         mlm = evaluate_pretraining(models[arm], heldout_mlm, mlm_baselines, max_examples=1000, seed=seed)
         arms[arm] = {"pretrain_seconds": round(run.seconds, 1), "final_losses": losses,
-                     "mask_accuracy": mlm["mlm"]["mask"], **readings}
+                     "mask_accuracy": mlm["mlm"]["mask"], **measured}
     torch.manual_seed(seed)
-    random_init, _ = _readings(AlbertForPretraining(cfg, sentence_task=None).eval(), heldout, probe_sets)
+    random_init, _ = readings(AlbertForPretraining(cfg, sentence_task=None).eval(), heldout, probe_sets)
     swap_docs = heldout["sop_swap"].document_ids
-    paired = {f"sop_swap {r}: {a} - {b}": _paired(correct[a][f"{r}/sop_swap"], correct[b][f"{r}/sop_swap"],
-                                                  swap_docs, seed)
-              for r, a, b in (("probe", "sop", "mlm"), ("probe", "sop", "nsp"), ("head", "sop", "nsp"))}
-    baselines = {task: {"majority": max(_shares(d)), "length_rule": length_shortcut(probe_sets[task], d)}
+    swap_differences = {
+        f"sop_swap {r}: {a} - {b}": paired(correct[a][f"{r}/sop_swap"], correct[b][f"{r}/sop_swap"],
+                                           swap_docs, seed)
+        for r, a, b in (("probe", "sop", "mlm"), ("probe", "sop", "nsp"), ("head", "sop", "nsp"))}
+    baselines = {task: {"majority": max(label_shares(d)), "length_rule": length_shortcut(probe_sets[task], d)}
                  for task, d in heldout.items()}
     mask_baselines = {name: kinds["mask"] for name, kinds in mlm["baselines"].items()}
 
@@ -412,13 +252,14 @@ def _run(sizes: OrderControlSizes, seed: int, progress: bool) -> dict:
                                                 sizes.questions_per_document, rng)
                  for split in ("valid", "test")}
     question_docs = torch.tensor([q["document"] for q in questions["test"]])
-    chosen = {arm: finetune_choice(models[arm].albert, questions["valid"], questions["test"], sizes, seed)
+    choice = ChoiceRecipe(sizes.choice_steps, sizes.choice_batch, sizes.choice_lr, sizes.max_seq_len)
+    chosen = {arm: finetune_choice(models[arm].albert, questions["valid"], questions["test"], choice, seed)
               for arm in ARMS}
     downstream = {"task": f"pick the true next sentence among {CHOICES} of the same document",
                   "chance": 1 / CHOICES, "train_questions": len(questions["valid"]),
                   "test_questions": len(questions["test"]),
                   "arms": {arm: clustered_proportion(c, question_docs) for arm, c in chosen.items()},
-                  "paired": {f"{a}-{b}": _paired(chosen[a], chosen[b], question_docs, seed)
+                  "paired": {f"{a}-{b}": paired(chosen[a], chosen[b], question_docs, seed)
                              for a, b in (("sop", "mlm"), ("sop", "nsp"), ("nsp", "mlm"))},
                   "seconds": round(time.perf_counter() - t_choice, 1)}
     return {"what": "positive control: ALBERT's sentence objectives on the generated `ordered` corpus, where "
@@ -431,10 +272,10 @@ def _run(sizes: OrderControlSizes, seed: int, progress: bool) -> dict:
                      "tokenizer_pieces": tokenizer.vocab_size,
                      "pretraining_examples": {arm: len(d) for arm, d in train_data.items()},
                      "heldout_pairs": {task: len(d) for task, d in heldout.items()},
-                     "heldout_label_shares": {task: _shares(d) for task, d in heldout.items()},
+                     "heldout_label_shares": {task: label_shares(d) for task, d in heldout.items()},
                      "probe_pairs": {task: len(d) for task, d in probe_sets.items()},
                      "seconds": round(data_seconds, 1)},
             "overfit_check": overfit, "baselines": baselines, "mask_baselines": mask_baselines, "arms": arms,
             "random_init": {"probe": random_init["probe"]},
-            "paired": paired, "downstream": downstream, "goals": _goals(arms, downstream),
+            "paired": swap_differences, "downstream": downstream, "goals": _goals(arms, downstream),
             "seconds": round(time.perf_counter() - t0, 1)}
