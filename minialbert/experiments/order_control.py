@@ -36,13 +36,13 @@ Measured on held-out documents (the valid and test splits), pairs read unmasked:
 An overfit check (an SOP model fitting 32 fixed pairs) shows first that the stack learns. Every interval
 is a 95% bootstrap over documents (pairs and questions of one document are not independent).
 
-Measured (assets/order_control/order_control.json, seed 0; 319 s on 2 busy cores): SOP arm 94.2% on SOP
-and 94.3% [93.1, 95.5] on swap-only pairs, 66.7% [65.2, 68.2] on NSP; NSP arm only 62.7% [61.0, 64.4]
-on NSP (majority 58.7%) but 71.0% [69.1, 73.0] on swap-only SOP (its probe 79.7%): at this size NSP is
-learned through the order cues (a B that opens "First," or counts down is not the next one), not topic;
-MLM arm's probe 57.4% [55.1, 59.7] on swap-only SOP (random encoder 51.7%). Every arm's masked LM stays
-on the unigram plateau (~11% at [MASK], unigram 10.8%). Downstream: SOP 50.8%, NSP 31.1%, MLM 30.6%;
-SOP - MLM +20.2 points [+15.7, +24.5], SOP - NSP +19.7 [+15.1, +24.0].
+Measured (assets/figures/order_control.json, `python -m minialbert ablation --order-control`, seed 0; 319 s
+on 2 busy cores): SOP arm 94.2% on SOP and 94.3% [93.1, 95.5] on swap-only pairs, 66.7% [65.2, 68.2] on NSP;
+NSP arm only 62.7% [61.0, 64.4] on NSP (majority 58.7%) but 71.0% [69.1, 73.0] on swap-only SOP (its probe
+79.7%): at this size NSP is learned through the order cues (a B that opens "First," or counts down is not
+the next one), not topic; MLM arm's probe 57.4% [55.1, 59.7] on swap-only SOP (random encoder 51.7%). Every
+arm's masked LM stays on the unigram plateau (~11% at [MASK], unigram 10.8%). Downstream: SOP 50.8%, NSP
+31.1%, MLM 30.6%; SOP - MLM +20.2 points [+15.7, +24.5], SOP - NSP +19.7 [+15.1, +24.0].
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class OrderControlSizes:
 
 
 # ci: seconds, for the tests (too few steps to learn the sentence tasks: the overfit check is its learning
-# test); course: the measured control (assets/order_control/), 5-6 minutes on 2 cores shared with other jobs.
+# test); course: the measured control (assets/figures/order_control.json), 5-6 minutes on 2 busy cores.
 CI_SIZES = OrderControlSizes("ci", train_documents=200, heldout_documents=40, steps=40, batch_size=16,
                              dupe_factor=1, overfit_pairs=16, overfit_steps=40, probe_examples=200,
                              choice_steps=10, choice_batch=4)
