@@ -36,6 +36,16 @@ if "PYTEST_XDIST_WORKER" in os.environ:
         os.environ[CACHE_ENV_VAR] = f"{cache_dir()}-{os.environ['PYTEST_XDIST_WORKER']}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def workspace_elsewhere(tmp_path_factory):
+    """`check` keeps passing pieces in my_albert/ where it runs; the tests' checks keep theirs in a
+    temporary folder, not in the repository (pieces/workspace.py)."""
+    from minialbert.course.pieces import workspace
+    workspace.DEFAULT = tmp_path_factory.mktemp("my_albert")
+    yield
+    workspace.DEFAULT = None
+
+
 @pytest.fixture
 def one_thread():
     """Tiny models run fastest on one thread, and much slower when threads fight on a busy machine."""

@@ -19,10 +19,13 @@ package's (checking.judge_alone), so a wrong attention is blamed on the attentio
 that calls it. `check` never raises, so a wrong or missing piece never stops a lesson:
 the lesson goes on with the package's version (an exception that cannot be printed, or a call to exit(),
 gets its one line too; only an interrupt, Ctrl-C, goes through). It returns whether the piece is right.
+A right piece is kept in the learner's workspace, my_albert/ (workspace.py), where lesson 05 finds it.
 A run of the lesson's training with the learner's pieces is guarded the same way: runs.py.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import torch
 
@@ -30,17 +33,32 @@ from ..grade_log import log_result
 from ..selfcheck import UNPRINTABLE, message_line
 from . import lesson_04, lesson_05, lessons_02_03, lessons_06_10
 from .checking import TRIALS, Piece, failure, judge_alone
+from .workspace import forget, keep, shown
 
 PIECES: dict[str, Piece] = {p.name: p for group in (lessons_02_03, lesson_04, lesson_05, lessons_06_10)
                             for p in group.PIECES}
 
 
-def check(name: str, yours, trials: int = TRIALS, seed: int = 0) -> bool:
+def check(name: str, yours, trials: int = TRIALS, seed: int = 0, workspace: Path | None = None) -> bool:
     """Check the learner's piece against the package's on `trials` random inputs and print one line.
 
     Never raises for what the learner wrote (a missing piece, an exception, exit(), a wrong shape or
-    value): the verdict says it. Returns True when the piece is right.
+    value): the verdict says it. Returns True when the piece is right. A right piece is kept in the
+    learner's workspace (`workspace`, by default my_albert/ where the lesson runs: workspace.py), a piece
+    that is not right loses its kept version there.
     """
+    said, line = judge(name, yours, trials, seed)
+    if said == "right":
+        kept = keep(name, yours, PIECES, workspace)
+        line += f"; kept in {shown(kept)}" if kept is not None else ""
+    else:
+        forget(name, workspace)
+    _say(name, said, line)
+    return said == "right"
+
+
+def judge(name: str, yours, trials: int = TRIALS, seed: int = 0) -> tuple[str, str]:
+    """`check`'s verdict without printing it: (right | wrong | not written | error, the one line)."""
     if name not in PIECES:
         raise ValueError(f"unknown piece {name!r}; the pieces: {', '.join(PIECES)}")
     piece = PIECES[name]
@@ -51,22 +69,17 @@ def check(name: str, yours, trials: int = TRIALS, seed: int = 0) -> bool:
             problem, diff = judge_alone(piece, yours, g, trial, PIECES)    # the other pieces: the package's
         except NotImplementedError as e:
             said = message_line(e)
-            _say(name, "not written", f"{name}: not written yet ({UNPRINTABLE if said is None else said}); "
-                                      "the rest of the lesson uses the package's version")
-            return False
+            return "not written", (f"{name}: not written yet ({UNPRINTABLE if said is None else said}); "
+                                   "the rest of the lesson uses the package's version")
         except KeyboardInterrupt:                 # the learner stopping the cell: let it stop
             raise
         except BaseException as e:                # the learner's code failed: say how, in one line
-            _say(name, "error", f"{name}: wrong: {failure(e)}; the rest of the lesson uses the package's "
-                                "version")
-            return False
+            return "error", f"{name}: wrong: {failure(e)}; the rest of the lesson uses the package's version"
         if problem is not None:
-            _say(name, "wrong", f"{name}: wrong: {problem}")
-            return False
+            return "wrong", f"{name}: wrong: {problem}"
         largest = max(largest, diff)
-    _say(name, "right", f"{name}: right: matches the package on {trials} random inputs (largest difference "
-                        f"{largest:.1g})")
-    return True
+    return "right", (f"{name}: right: matches the package on {trials} random inputs (largest difference "
+                     f"{largest:.1g})")
 
 
 def _say(name: str, verdict: str, line: str) -> None:
