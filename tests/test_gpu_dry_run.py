@@ -47,11 +47,18 @@ KEPT = {"name": "set by dry_run: <name>-dry", "figure_subdir": "set by dry_run: 
 # The lessons' sizes a dry run keeps (course/lessons.py, dry_run_sizes), and why; every other count is capped.
 LESSON_KEPT = {"speed.presets": "names of the models lesson 09 times (speed.repeats caps the work)",
                "downstream.finetune.seed": "a seed, not a size",
-               "downstream.finetune.patience": "evaluations without progress, not a size"}
+               "downstream.finetune.patience": "evaluations without progress, not a size",
+               **{f"order_control.{f}": "the positive control's model, not a count of steps or samples"
+                  for f in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+                            "intermediate_size")},
+               "order_control.context_sentences": "the downstream question's context, not a count of samples",
+               "long_text.context_sentences": "the downstream question's context, not a count of samples"}
 # Caps above CAP: a corpus cap the 6000-piece tokenizer needs, lengths and sizes that are not counts
 # of steps or samples, and a divisor (larger is smaller).
 CAP = 16
-BOUNDS = {"max_documents": 800, "attention.kernel_check_len": 130, "tokenizers.vocab_sizes": GPU.vocab_size,
+BOUNDS = {"max_documents": 800, "order_control.train_documents": 200,    # text enough for its tokenizer
+          "order_control.max_seq_len": GPU.max_seq_len, "long_text.choice.max_seq_len": GPU.max_seq_len,
+          "attention.kernel_check_len": 130, "tokenizers.vocab_sizes": GPU.vocab_size,
           "attention.seq_lens": GPU.max_seq_len, "downstream.finetune.max_seq_len": GPU.max_seq_len}
 AT_LEAST = {"narrow_by": 8}
 

@@ -68,7 +68,7 @@ def test_build_caches_evaluates_and_reuses(capsys):
     assert find_checkpoint(run_dir).name == "step-000004"
     assert [r["step"] for r in read_metrics(run_dir) if r["split"] == "valid"] == [2, 4]
     ev = zoo.evaluation("albert-sop", SCALE)
-    assert set(ev["baselines"]) == {"unigram", "copy_or_unigram", "neighbour"}
+    assert set(ev["baselines"]) == {"unigram", "copy_or_unigram", "neighbour", "two_each_side"}
     assert ev["sentence"]["task"] == "sop"
     first = zoo.load("albert-sop", SCALE, progress=False)            # cached: loaded, not trained
     assert "training" not in capsys.readouterr().out and not first.training

@@ -118,7 +118,11 @@ def dry_run_sizes(sizes: LessonSizes) -> LessonSizes:
         curve=LearningCurve(label_sizes=(4, 8), few_label_sizes=(4, 8), test_examples=8, long_warmup=1,
                             long_eval_every=5, probe_steps=2),
         ablation=AblationSizes(seeds=1, probe_examples=8, downstream_labels=8),
-        long_text=long_text_ablation.CI_SIZES, order_control=order_control.CI_SIZES,
+        long_text=replace(long_text_ablation.CI_SIZES, heldout_documents=4, mask_examples=16,
+                          probe_examples=16, questions_per_document=1,
+                          choice=replace(long_text_ablation.CI_SIZES.choice, steps=2, batch=2)),
+        order_control=replace(order_control.CI_SIZES, name="dry", heldout_documents=16, steps=4,
+                              overfit_steps=4, probe_examples=16, choice_steps=2, choice_batch=2),
         speed=replace(sizes.speed, repeats=1), attention=Attention(seq_lens=(64, 128), kernel_check_len=70),
         fill_mask_sentences=8, narrow_by=8, read_results=False)
 
