@@ -162,3 +162,32 @@ def ngram_mask(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random
         n_masked += len(positions)
         spans.append(MaskedSpan(n, positions))
     return MaskedSequence(output, labels, spans)
+
+
+def official_span_lengths(input_ids: Sequence[int], vocab: MaskingVocab, rng: random.Random,
+                          mask_rate: float = MASK_RATE, max_ngram: int = MAX_NGRAM) -> list[int]:
+    """The span lengths, in whole words, that google-research/albert's placement gives one sequence, for
+    comparison with ngram_mask (lesson 04): start words in shuffled order, n drawn from p(n) cut at the
+    sequence's end and shortened to fit the budget, a span that overlaps an earlier one skipped."""
+    words = whole_words(input_ids, vocab)
+    budget = max(1, round(sum(map(len, words)) * mask_rate))
+    starts = list(range(len(words)))
+    rng.shuffle(starts)
+    covered, n_masked, lengths = set(), 0, []
+
+    def span(start: int, n: int) -> list[int]:
+        return [p for w in words[start:start + n] for p in w]
+
+    for start in starts:
+        if n_masked >= budget:
+            break
+        probs = ngram_probabilities(max_ngram)[:len(words) - start]    # spans stop at the end
+        n = rng.choices(range(1, len(probs) + 1), weights=probs)[0]
+        while n > 1 and n_masked + len(span(start, n)) > budget:         # shorten to fit the budget
+            n -= 1
+        if n_masked + len(span(start, n)) > budget or covered & set(span(start, n)):   # overlaps: skip it
+            continue
+        covered |= set(span(start, n))
+        n_masked += len(span(start, n))
+        lengths.append(n)
+    return lengths

@@ -7,6 +7,7 @@ the same tests run compiled, and the `gpu`-marked ones add ALBERT-sized shapes a
 
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 import torch
 
 import minialbert as ma
-from minialbert.kernels import INTERPRET, VERSIONS, fused_attention, reference_attention
+from minialbert.kernels import INTERPRET, VERSIONS, fused_attention, reference_attention, tiled_attention
 from minialbert.kernels.flash_attention_v2 import DQ_MODES
 
 CUDA = torch.cuda.is_available()
@@ -608,3 +609,17 @@ def test_benchmark_refuses_cpu_and_dry_run_checks_the_harness(tmp_path):
         assert r["flops_effective"] <= r["flops_padded"]
     assert any(r["error"] for r in result["rows"])                  # e.g. flash with a padding mask
     assert result["summary"] and (tmp_path / "figures" / "attention_dry-run.png").stat().st_size > 0
+
+
+def test_tiled_attention_the_kernels_loops_in_pytorch_match_the_reference_and_skip_padded_tiles():
+    """Lesson 10's PyTorch loops: the reference's output, the base-2 log-sum-exp, only real tiles visited."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 2, 40, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    lengths = torch.tensor([40, 17, 1])
+    out, lse, visited = tiled_attention(q, k, v, lengths, block_m=16, block_n=16)
+    torch.testing.assert_close(out, reference_attention(q, k, v, lengths))
+    real = torch.arange(40) < lengths[:, None, None]                        # (B, 1, N) query rows
+    scores = (q @ k.transpose(-2, -1) / 8 ** 0.5).masked_fill(~real[:, None], float("-inf"))
+    torch.testing.assert_close(lse[real.expand(3, 2, 40)] / math.log2(math.e),
+                               scores.logsumexp(-1)[real.expand(3, 2, 40)])
+    assert visited == 2 * (3 * 3 + 2 * 2 + 1 * 1)                            # heads x (query x key tiles)

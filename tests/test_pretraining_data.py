@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from minialbert import AlbertConfig, AlbertForPretraining
 from minialbert.corpus import Document
 from minialbert.corpus.course_data import course_pretraining_data
-from minialbert.masking import MaskingVocab, ngram_mask, ngram_probabilities, whole_words
+from minialbert.masking import (
+    MaskingVocab,
+    ngram_mask,
+    ngram_probabilities,
+    official_span_lengths,
+    whole_words,
+)
 from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import (
     COURSE_SEED,
@@ -450,3 +456,20 @@ def test_every_example_names_the_document_its_first_segment_comes_from(objective
         ids = unmasked_ids(data[i])
         first = ids[1:(data[i]["token_type_ids"] == 0).sum() - 1]            # segment A
         assert set((first // 100 - 1).tolist()) == {int(data.document_ids[i])}
+
+
+def test_the_official_placement_keeps_the_budget_and_makes_long_spans_rarer_than_ngram_mask():
+    """Lesson 04's comparison: the official rule (shuffled starts, overlapping spans skipped) stays within
+    the budget, repeats with its seed, and realises fewer 3-word spans than p(n) and than ngram_mask."""
+    vocab = MaskingVocab.from_ids([True] * 50, {PAD_ID, 1, CLS_ID, SEP_ID, MASK_ID})
+    draw = random.Random(0)
+    sequences = [[CLS_ID] + [draw.randrange(5, 50) for _ in range(40)] + [SEP_ID] for _ in range(300)]
+    official, ours = Counter(), Counter()
+    for i, ids in enumerate(sequences):
+        lengths = official_span_lengths(ids, vocab, random.Random(i))
+        assert lengths == official_span_lengths(ids, vocab, random.Random(i))
+        assert set(lengths) <= {1, 2, 3} and sum(lengths) <= round(40 * 0.15)    # one-piece words
+        official.update(lengths)
+        ours.update(s.words for s in ngram_mask(ids, vocab, random.Random(i)).spans)
+    share = {name: c[3] / sum(c.values()) for name, c in (("official", official), ("ours", ours))}
+    assert share["official"] < share["ours"] and share["official"] < ngram_probabilities(3)[2]

@@ -1,5 +1,5 @@
-"""Student versions: the transformation, the committed copies in step with the lessons, and every
-student notebook running at ci scale up to its first exercise stub."""
+"""Student versions: the transformation and the committed copies in step with the lessons (Run All of
+each at ci scale: tests/test_student_run_all.py)."""
 
 import copy
 import re
@@ -7,7 +7,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from minialbert.__main__ import main
 from minialbert.course.notebooks import lessons, read_notebook
@@ -23,7 +22,6 @@ from minialbert.course.student_files import cells_digest, student_versions, writ
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 STUDENT = NOTEBOOKS / "student"
 COMMAND = "python -m minialbert student-notebooks"
-TOP_LEVEL_STUB = re.compile(r"^raise NotImplementedError", re.MULTILINE)
 
 
 def lesson(*cells) -> nbformat.NotebookNode:
@@ -45,7 +43,7 @@ def test_solutions_become_stubs_with_hints_and_lose_their_outputs():
                 "### BEGIN ANSWERS\nanswer_1 = 3.9\nanswer_2 = 'sop'\n### END ANSWERS\ncheck(answer_1)")
     out = student_notebook(nb)
     assert out.cells[0] == nb.cells[0]
-    assert out.cells[1].source == "raise NotImplementedError('Exercise: add them')\nprint(y)"
+    assert out.cells[1].source == "print('exercise: not written yet — add them')\nprint(y)"
     assert out.cells[2].source.splitlines()[1].startswith("    raise NotImplementedError('Exercise: ")
     assert out.cells[3].source == "**1.** Why?\n*Your answer here.*"
     assert out.cells[4].source.splitlines() == [
@@ -53,6 +51,19 @@ def test_solutions_become_stubs_with_hints_and_lose_their_outputs():
     assert all(c.outputs == [] and c.execution_count is None for c in out.cells[1:] if c.cell_type == "code")
     assert [has_stub(c) for c in out.cells] == [False, True, True, False, False]
     assert nb.cells[1].source.startswith("### BEGIN SOLUTION")            # the source is left alone
+
+
+@pytest.mark.parametrize("source, line", [
+    ("### BEGIN SOLUTION (hint: h)\n# 2. the second\nx = 2\n### END SOLUTION", "exercise 2"),
+    ("# Exercise 3: by hand\n### BEGIN SOLUTION (hint: h)\nx = 3\n### END SOLUTION", "exercise 3"),
+    ("### BEGIN SOLUTION (hint: h)\n# 1. one\nx = 1\n# 2. two\ny = 2\n### END SOLUTION", "exercises 1 and 2"),
+])
+def test_an_exercise_stub_is_one_line_naming_the_exercise_and_does_not_stop_the_lesson(source, line):
+    """A top-level solution (an exercise) becomes a print, so Run All goes on; a piece's body still raises,
+    which its check reports as not written."""
+    (stub,) = [text for text in student_notebook(lesson(source)).cells[0].source.splitlines()
+               if "BEGIN" not in text and not text.startswith("# Exercise")]
+    assert stub == f"print('{line}: not written yet — h')"
 
 
 @pytest.mark.parametrize("source, problem", [
@@ -204,17 +215,6 @@ def test_committed_student_versions_are_what_the_command_writes():
                                         f"{sorted(expected)}: run `{COMMAND}`")
     for name, text in expected.items():
         assert (STUDENT / name).read_text() == text, f"notebooks/student/{name} is stale: run `{COMMAND}`"
-
-
-@pytest.mark.parametrize("path", lessons(STUDENT), ids=lambda p: p.stem)
-def test_student_notebook_runs_up_to_its_first_top_level_exercise(path):
-    """Stubs inside a function (the pieces) do not stop the lesson: their check cells say "not written"."""
-    nb = read_notebook(path)
-    first_stub = next((i for i, c in enumerate(nb.cells) if has_stub(c) and TOP_LEVEL_STUB.search(c.source)),
-                      len(nb.cells))
-    nb.cells = nb.cells[:first_stub]
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(STUDENT)}}).execute()
 
 
 def test_write_student_notebooks_leaves_up_to_date_files_untouched(tmp_path):

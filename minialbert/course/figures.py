@@ -167,34 +167,6 @@ def parameters_vs_depth(scale: Scale):
 
 
 # ------------------------------------------------------------------ lesson 04: span lengths
-def official_style_span_words(ids, vocab, rng, mask_rate=0.15, max_ngram=3) -> list[int]:
-    """Span lengths (in words) from google-research/albert's placement: shuffled starts, overlapping
-    spans skipped (lesson 04 writes the same rule out)."""
-    from ..masking import ngram_probabilities, whole_words
-
-    words = whole_words(ids, vocab)
-    budget = max(1, round(sum(map(len, words)) * mask_rate))
-    starts = list(range(len(words)))
-    rng.shuffle(starts)
-    covered, n_masked, lengths = set(), 0, []
-    for start in starts:
-        if n_masked >= budget:
-            break
-        probs = ngram_probabilities(max_ngram)[:len(words) - start]         # spans stop at the end
-        n = rng.choices(range(1, len(probs) + 1), weights=probs)[0]
-
-        def span(n, start=start):
-            return [p for w in words[start:start + n] for p in w]
-        while n > 1 and n_masked + len(span(n)) > budget:                     # shorten to fit the budget
-            n -= 1
-        if n_masked + len(span(n)) > budget or covered & set(span(n)):        # overlaps: skip this start
-            continue
-        covered |= set(span(n))
-        n_masked += len(span(n))
-        lengths.append(n)
-    return lengths
-
-
 def draw_ngram_span_lengths(numbers: dict):
     fig, ax = plt.subplots(figsize=(6, 3.6))
     width = 0.2
@@ -216,7 +188,7 @@ def ngram_span_lengths(scale: Scale):
     from collections import Counter
 
     from ..corpus.course_data import course_pretraining_data, course_tokenizer
-    from ..masking import MaskingVocab, ngram_mask, ngram_probabilities
+    from ..masking import MaskingVocab, ngram_mask, ngram_probabilities, official_span_lengths
     from ..pretraining_data import unmasked_ids
     from ..tokenizer import CLS_ID, SEP_ID
 
@@ -226,7 +198,7 @@ def ngram_span_lengths(scale: Scale):
     sample = [unmasked_ids(train_sop[i]).tolist() for i in range(0, len(train_sop), step)]
     rng_ours, rng_official = random.Random(0), random.Random(0)
     ours = Counter(s.words for ids in sample for s in ngram_mask(ids, vocab, rng_ours).spans)
-    official = Counter(n for ids in sample for n in official_style_span_words(ids, vocab, rng_official))
+    official = Counter(n for ids in sample for n in official_span_lengths(ids, vocab, rng_official))
     long_ids = [CLS_ID] + [t for ids in sample[:200] for t in ids if t not in (CLS_ID, SEP_ID)] + [SEP_ID]
     rng_long = random.Random(0)
     long_run = Counter(s.words for _ in range(5) for s in ngram_mask(long_ids, vocab, rng_long).spans)

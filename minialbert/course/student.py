@@ -2,7 +2,10 @@
 
 Markers, as in nbgrader, each alone on its line and written exactly so:
 - code:  `### BEGIN SOLUTION` (optionally `### BEGIN SOLUTION (hint: one line)`) ... `### END SOLUTION`
-  becomes `raise NotImplementedError("Exercise: <the hint>")`, indented like the marker;
+  becomes, inside a function or class (a piece: the marker is indented), `raise NotImplementedError(
+  "Exercise: <the hint>")`, which the piece's check reports as not written; at the top level of a cell
+  (an exercise) `print("exercise 3: not written yet — <the hint>")`, numbered by the block's `# 3.` or
+  the cell's `# Exercise 3:` comments, so that Run All goes on to the self-check and the appendices;
 - code:  `### BEGIN ANSWERS` ... `### END ANSWERS` holds self-check answers, one `name = value` a
   line; each becomes `name = ...  # your answer`, so the self-check runs and says "no answer yet";
 - markdown: `<!-- BEGIN SOLUTION -->` ... `<!-- END SOLUTION -->` becomes a prompt for the answer.
@@ -60,21 +63,38 @@ CELL_TYPES = ("code", "markdown", "raw")
 UNCLOSED_HINT = re.compile(r"^\s*### BEGIN SOLUTION\s*\(hint:")
 DEFAULT_HINT = "your code here: the exercise above says what to compute"
 MARKDOWN_STUB = "*Your answer here.*"
-STUB = re.compile(r"^\s*raise NotImplementedError\(['\"]Exercise: ", re.MULTILINE)
+NOT_WRITTEN = "not written yet —"
+STUB = re.compile(rf"^\s*raise NotImplementedError\(['\"]Exercise: "          # a piece's
+                  rf"|^print\(['\"]exercises?\b[^'\"]*: {NOT_WRITTEN}", re.MULTILINE)     # an exercise's
+EXERCISE_NUMBER = re.compile(r"^\s*#\s*(?:exercise\s+)?(\d+)[.:]", re.IGNORECASE)   # `# 3.`, `# Exercise 3:`
 CHECK_CALL = re.compile(r"(?<![\w.])check\(")    # course.pieces.check, not Question(...).check
 NAME = re.compile(r"[A-Za-z_]\w*")
 
 
-def stub_for_hint(hint: str | None) -> str:
-    """The line a student sees where a code solution was."""
-    return f"raise NotImplementedError({f'Exercise: {hint or DEFAULT_HINT}'!r})"
+def exercise_name(lines: list[str]) -> str:
+    """'exercise 3' or 'exercises 1 and 2', from the lines' `# 3.` or `# Exercise 3:`; else 'exercise'."""
+    numbers = [match.group(1) for line in lines if (match := EXERCISE_NUMBER.match(line))]
+    if len(numbers) > 1:
+        return f"exercises {', '.join(numbers[:-1])} and {numbers[-1]}"
+    return f"exercise {numbers[0]}" if numbers else "exercise"
 
 
-def _code_stub(opened: re.Match, block: list[tuple[int, str]]) -> list[str]:
-    return [opened.group("indent") + stub_for_hint(opened.group("hint"))]
+def stub_for_hint(hint: str | None, indent: str = "", name: str = "exercise") -> str:
+    """The line a student sees where a code solution was: in a piece (indented) it raises, and the piece's
+    check says "not written yet"; at the top level (an exercise, `name`) it prints that, and the lesson
+    goes on."""
+    if indent:
+        return indent + f"raise NotImplementedError({f'Exercise: {hint or DEFAULT_HINT}'!r})"
+    return f"print({f'{name}: {NOT_WRITTEN} {hint or DEFAULT_HINT}'!r})"
 
 
-def _answers_stub(opened: re.Match, block: list[tuple[int, str]]) -> list[str]:
+def _code_stub(opened: re.Match, block: list[tuple[int, str]], before: list[str]) -> list[str]:
+    inside = [text for _, text in block]
+    numbered = inside if any(EXERCISE_NUMBER.match(line) for line in inside) else before   # `# Exercise 3:`
+    return [stub_for_hint(opened.group("hint"), opened.group("indent"), exercise_name(numbered))]
+
+
+def _answers_stub(opened: re.Match, block: list[tuple[int, str]], before: list[str]) -> list[str]:
     stubs = []
     for number, line in block:
         if not line.strip() or line.lstrip().startswith("#"):
@@ -87,7 +107,7 @@ def _answers_stub(opened: re.Match, block: list[tuple[int, str]]) -> list[str]:
     return stubs
 
 
-def _markdown_stub(opened: re.Match, block: list[tuple[int, str]]) -> list[str]:
+def _markdown_stub(opened: re.Match, block: list[tuple[int, str]], before: list[str]) -> list[str]:
     return [MARKDOWN_STUB]
 
 
@@ -102,7 +122,7 @@ class _OpenBlock:
     begin: re.Match                                    # the BEGIN line's match (in its plain form)
     line: int                                          # its number in the cell, from 1
     end: re.Pattern
-    stub: Callable[[re.Match, list[tuple[int, str]]], list[str]]
+    stub: Callable[[re.Match, list[tuple[int, str]], list[str]], list[str]]   # (begin, inside, lines before)
     inside: list[tuple[int, str]] = field(default_factory=list)     # (number, line) between the two
 
 
@@ -165,7 +185,7 @@ def _split(cell: nbformat.NotebookNode) -> _Parts:
             raise ValueError(f"line {number}: a solution block opens inside another (opened on line "
                              f"{opened.line}): {line.strip()!r}")
         elif end is opened.end:
-            parts.student.extend(opened.stub(opened.begin, opened.inside))
+            parts.student.extend(opened.stub(opened.begin, opened.inside, parts.outside))
             parts.hidden.extend(text for _, text in opened.inside)
             blocks.append(opened)
             opened = None
@@ -335,5 +355,6 @@ def verify_student_notebook(teacher: nbformat.NotebookNode, student: nbformat.No
 
 
 def has_stub(cell: nbformat.NotebookNode) -> bool:
-    """Whether a student cell holds an exercise stub (running it raises NotImplementedError)."""
+    """Whether a student cell holds a stub: a piece's (raising NotImplementedError) or an exercise's (saying
+    it is not written yet)."""
     return cell.cell_type == "code" and bool(STUB.search(cell.source))

@@ -18,6 +18,15 @@ A hint gives its solution away when it repeats, in order, more than HINT_THRESHO
 tokens (keywords, builtins and names the cell already shows left out: tests/test_hints.py explains and
 calibrates the measure), or WHOLE_THRESHOLD of all its tokens (`sorted(set(words))` for
 `return sorted(set(words))`: every token a builtin or the argument, and still the solution).
+
+Any other text of a student version (a cell's source, an output) is read in stretches: runs of its tokens
+STRETCH times as long as the solution, starting every half solution, so that a copy anywhere in a long
+cell is read whole and tokens scattered over the cell do not add up. A stretch shows the solution when it
+repeats, in order, more than HINT_THRESHOLD of the solution's new names (its new tokens less operators and
+numbers) *and* WHOLE_THRESHOLD of all its tokens (stretch_shows). A hint is prose, where either share, and
+any operator, means code; a lesson's code is full of `=`, `+` and `1` and shares the solution's names, its
+keywords and its idioms by design (an exercise that prints the lesson's table again with one more column),
+so either share alone is common there, and a copy reaches both (tests/test_no_answer_visible.py).
 """
 
 from __future__ import annotations
@@ -31,11 +40,13 @@ import re
 import textwrap
 import tokenize
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
 
 MIN_SHOWN = 12                        # squeezed characters a solution line needs to be looked for inside text
 HINT_THRESHOLD = 0.2                  # of the solution's new tokens a hint may repeat in order
 WHOLE_THRESHOLD = 0.5                 # of all the solution's tokens a hint may not reach
+STRETCH = 2                           # a stretch of a text: twice as many tokens as the solution
 COMMENT = re.compile(r"(?:^|\s)#+")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 TAG = re.compile(r"<[^<>]*>")
@@ -129,24 +140,54 @@ def code_tokens(code: str) -> list[str]:
             or t.type == tokenize.OP and t.string in OPERATORS]
 
 
-def hint_overlap(hint: str | None, solution: str, given: set[str] | None = frozenset()) -> float:
-    """The share of the solution's code tokens that the hint repeats in order (their longest common
-    subsequence). With `given` (the names the cell already shows) keywords, builtins and those names are
-    left out of both; with given=None every token counts."""
-    def kept(tokens):
-        if given is None:
-            return tokens
-        return [t for t in tokens if not keyword.iskeyword(t) and t not in BUILTINS and t not in given]
-    code, words = kept(code_tokens(solution)), kept(HINT_TOKEN.findall(hint or ""))
-    if not code:
-        return 0.0
-    previous = [0] * (len(words) + 1)            # longest common subsequence, one row at a time
+def new_tokens(tokens: list[str], given: set[str] | None) -> list[str]:
+    """tokens without keywords, builtins and the `given` names; all of them with given=None."""
+    if given is None:
+        return tokens
+    return [t for t in tokens if not keyword.iskeyword(t) and t not in BUILTINS and t not in given]
+
+
+def in_order(code: list[str], words: list[str]) -> int:
+    """How many of the code's tokens the words repeat in order: their longest common subsequence."""
+    previous = [0] * (len(words) + 1)            # the table, one row at a time
     for token in code:
         row = [0]
         for j, word in enumerate(words):
             row.append(previous[j] + 1 if token == word else max(previous[j + 1], row[j]))
         previous = row
-    return previous[-1] / len(code)
+    return previous[-1]
+
+
+def hint_overlap(hint: str | None, solution: str, given: set[str] | None = frozenset()) -> float:
+    """The share of the solution's code tokens that the hint repeats in order (their longest common
+    subsequence). With `given` (the names the cell already shows) keywords, builtins and those names are
+    left out of both; with given=None every token counts."""
+    code = new_tokens(code_tokens(solution), given)
+    if not code:
+        return 0.0
+    return in_order(code, new_tokens(HINT_TOKEN.findall(hint or ""), given)) / len(code)
+
+
+def stretch_shows(text: str, solution: str, given: set[str]) -> tuple[float, float] | None:
+    """Whether a text (a cell's source, an output) shows a solution somewhere (the module docstring): the
+    shares of the solution's new names and of all its tokens that the first stretch showing it repeats in
+    order, or None. `given`: the names the solution's cell already shows, as for a hint."""
+    def new_names(tokens):
+        return [t for t in new_tokens(tokens, given) if t.isidentifier()]
+    code = code_tokens(solution)
+    new, counts = new_names(code), Counter(code)
+    if not new:
+        return None
+    words = HINT_TOKEN.findall(text)
+    for start in range(0, max(1, len(words) - len(code) + 1), max(1, len(code) // 2)):
+        stretch = words[start:start + STRETCH * len(code)]
+        if (counts & Counter(stretch)).total() < WHOLE_THRESHOLD * len(code):
+            continue                                 # too few tokens in common, in any order
+        whole = in_order(code, stretch) / len(code)
+        fresh = in_order(new, new_names(stretch)) / len(new)
+        if fresh > HINT_THRESHOLD and whole >= WHOLE_THRESHOLD:
+            return fresh, whole
+    return None
 
 
 def hint_gives_away(hint: str, solution: str, given: set[str]) -> float | None:

@@ -21,7 +21,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from . import flash_attention, flash_attention_v2
-from .flash_attention import FIXED_BLOCK, HEAD_DIMS, INTERPRET
+from .flash_attention import FIXED_BLOCK, HEAD_DIMS, INTERPRET, LOG2E
 from .flash_attention_v2 import DEFAULT_DQ, DQ_MODES
 
 VERSIONS = (1, 2)                       # 2: flash_attention_v2 (fewer launches, a 5-product backward)
@@ -259,3 +259,37 @@ def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     scores = scores.masked_fill(~real[:, None, None, :], float("-inf"))
     probs = scores.softmax(dim=-1).masked_fill(~real[:, None, None, :], 0.0)       # length 0: no NaN
     return (probs @ v).masked_fill(~real[:, None, :, None], 0.0)                    # padded rows: zeros
+
+
+def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_lengths: torch.Tensor,
+                    block_m: int = 32, block_n: int = 32) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The forward kernel's loops as PyTorch loops (lesson 10): (the output, the base-2 log-sum-exp of each
+    query's scores, the number of tile pairs visited). Padded keys are skipped a tile at a time and masked
+    inside the partial tile; padded query rows stay zero."""
+    B, h, N, d = q.shape
+    qk_scale = LOG2E / math.sqrt(d)
+    out, lse, visited = torch.zeros_like(q), torch.zeros(B, h, N, dtype=q.dtype), 0
+    for b in range(B):
+        L = int(key_lengths[b])
+        for head in range(h):
+            for start_m in range(0, L, block_m):                       # query tiles with real rows only
+                q_tile = q[b, head, start_m:start_m + block_m]          # (BM, d): stays on chip
+                m_i = torch.full((len(q_tile),), -math.inf, dtype=q.dtype)
+                l_i = torch.zeros(len(q_tile), dtype=q.dtype)
+                acc = torch.zeros(len(q_tile), d, dtype=q.dtype)
+                for start_n in range(0, L, block_n):                   # key tiles with real keys only
+                    k_tile = k[b, head, start_n:start_n + block_n]      # (BN, d): streamed past
+                    v_tile = v[b, head, start_n:start_n + block_n]
+                    s = q_tile @ k_tile.T * qk_scale                    # (BM, BN) scores, log2 units
+                    s[:, L - start_n:] = -math.inf                      # the partial tile: keys >= L
+                    m_new = torch.maximum(m_i, s.max(dim=1).values)
+                    p = torch.exp2(s - m_new[:, None])
+                    alpha = torch.exp2(m_i - m_new)
+                    l_i = l_i * alpha + p.sum(dim=1)
+                    acc = acc * alpha[:, None] + p @ v_tile
+                    m_i = m_new
+                    visited += 1
+                real = min(L - start_m, len(q_tile))                    # rows >= L stay zero
+                out[b, head, start_m:start_m + real] = (acc / l_i[:, None])[:real]
+                lse[b, head, start_m:start_m + real] = (m_i + torch.log2(l_i))[:real]
+    return out, lse, visited

@@ -1,10 +1,12 @@
 """A training run with the learner's pieces, beside the package's run.
 
 Lesson 05 trains with the step and the loop the learner wrote (the package's where theirs is not right
-yet). A piece that passed its check on three short steps can still go wrong over a longer run, so the
-run is watched: the first loss that is not a finite number stops it, and one line says at which step
-and which pieces were in use. A run that ends is compared with the package's losses step by step, in
-one line too. Like `check`, nothing here raises for what the learner wrote (only Ctrl-C goes through):
+yet: package_step and package_loop, in the pieces' signatures, kept here rather than written out in the
+lesson beside the learner's, where they would be the answer). A piece that passed its check on three
+short steps can still go wrong over a longer run, so the run is watched: the first loss that is not a
+finite number stops it, and one line says at which step and which pieces were in use. A run that ends is
+compared with the package's losses step by step, in one line too. Like `check`, nothing here raises for
+what the learner wrote (only Ctrl-C goes through):
 
     ours = compare_run(lambda step: loop(model, optimizer, lr_factor, data, None, args, step, evaluate),
                        step, {"training_loop": loop_is_right, "training_step": step_is_right}, theirs)
@@ -18,7 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from types import SimpleNamespace
 
+from torch.optim.lr_scheduler import LambdaLR
+
+from ...pretraining_data import collate
+from ...train import StepBatches, train_step
 from .checking import complex_in, failure, short
 
 ATOL, RTOL = 1e-5, 1e-4    # the lesson's tolerance: |yours - theirs| <= ATOL + RTOL * |theirs|
@@ -48,6 +55,28 @@ class WatchedStep:
                 self.diverged = Diverged(self.calls, value)
             raise Diverged(self.calls, value)
         return loss
+
+
+def package_step(model, batch, optimizer, scheduler, clip_norm) -> float:
+    """The package's training step (train.train_step on one batch), called as lesson 05's step piece is:
+    what the lesson trains with while the learner's step is not right."""
+    settings = SimpleNamespace(clip_norm=clip_norm, objective="mlm" if model.sentence_head is None else "sop")
+    return train_step(model, model, [batch], optimizer, scheduler, settings)["loss"]
+
+
+def package_loop(model, optimizer, lr_factor, train_data, valid_data, args, step, evaluate) -> list[dict]:
+    """The package's training loop (train.pretrain's, without its checkpoints, devices and logging), called
+    as lesson 05's loop piece is: what the lesson trains with while the learner's loop is not right."""
+    scheduler = LambdaLR(optimizer, lambda s: lr_factor(s, args.warmup, args.steps))
+    history = []
+    model.train()
+    for n, indices in enumerate(StepBatches.for_run(len(train_data), args), start=1):
+        history.append({"step": n, "split": "train",
+                        "loss": step(model, collate([train_data[i] for i in indices]), optimizer, scheduler,
+                                     args.clip_norm)})
+        if n == args.steps or (args.eval_every and n % args.eval_every == 0):
+            history.append({"step": n, "split": "valid", **evaluate(model, valid_data)})
+    return history
 
 
 def as_float(x) -> float | None:
