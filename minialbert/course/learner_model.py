@@ -20,6 +20,7 @@ package's train_step and pretrain, and lesson 05's own step and loop, train it:
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -199,7 +200,8 @@ class Report:
     def __str__(self) -> str:
         mine = sum(r.yours for r in self.rows)
         widths = [max(len(r.piece) for r in self.rows), max(len(r.role) for r in self.rows)]
-        lines = [f"your pieces from {self.folder}, checked again: {mine} of {len(self.rows)} are yours",
+        shown = os.path.relpath(self.folder)                     # my_albert, not the learner's home path
+        lines = [f"your pieces from {shown}, checked again: {mine} of {len(self.rows)} are yours",
                  f"  {'piece':<{widths[0]}}  lesson  {'in this run':<{widths[1]}}  version"]
         lines += [f"  {r.piece:<{widths[0]}}  {r.lesson:<6}  {r.role:<{widths[1]}}  {r.version()}"
                   for r in self.rows]
