@@ -69,15 +69,15 @@ class TwoEachSide:
         shown = np.where(input_ids == pad_id, V, input_ids.astype(np.int64)).clip(max=V)   # (B, N); V = EDGE
         padded = np.pad(shown, ((0, 0), (2, 2)), constant_values=V)                        # (B, N + 4)
         rows, cols = np.nonzero(predicted)                                                  # (M,)
-        found = []                                                   # per context: (at, seen) in the table
-        candidates = [np.full(len(rows), int(self.unigram_probs.argmax()))]       # the unigram's, first
+        found = []                                             # per context: (keys, at, seen) in its table
+        candidates = [np.full(len(rows), int(self.unigram_probs.argmax()))]       # the unigram's guess
         for offsets, table in zip(CONTEXTS, self.tables):
             keys = _context_keys(lambda k: padded[rows, cols + 2 + k], offsets, V)
             at = np.searchsorted(table["context"], keys).clip(max=len(table["context"]) - 1)
             seen = table["context"][at] == keys
             found.append((keys, at, seen))
             candidates.append(np.where(seen, table["best"][at], candidates[0]))
-        candidates = np.stack(candidates[1:] + candidates[:1], axis=1)                    # (M, C)
+        candidates = np.stack(candidates[1:] + candidates[:1], axis=1)    # (M, C): ties go to longer contexts
         probs = self.unigram_probs[candidates]                                              # (M, C)
         for (keys, at, seen), table in reversed(list(zip(found, self.tables))):
             total = np.where(seen, table["total"][at], 0).astype(np.float64)[:, None]     # (M, 1)
