@@ -54,12 +54,18 @@ BACKWARD_FACTOR = 2.5             # convention: backward = 2.5x forward FLOPs
 PROVIDERS = ("ours", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math")   # ours: one per --versions
 DQ_MODES = ("atomic", "scalar", "partials", "two_phase")   # flash_attention_v2.DQ_MODES; atomic: ours-v2
 OURS = ("ours-v1", "ours-v2", *(f"ours-v2-{mode}" for mode in DQ_MODES[1:]))
-GOALS = {                         # issue 50's targets for ours / SDPA's best (cuDNN on the H100 so far)
+GOALS = {                         # the kernel's speed goals: ours / SDPA's best (cuDNN on the H100 so far)
     ("fwd", "padded"): ("SDPA best", 1.0),
     ("fwd", "none"): ("SDPA best", 0.9),
     ("fwd+bwd", "padded"): ("SDPA best", 1.0),
     ("fwd+bwd", "none"): ("SDPA best", 0.9),
 }
+
+
+def repository_path(path: Path) -> str | None:
+    """`path` relative to the repository, or None outside it: a record names no folder of one machine."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -284,7 +290,7 @@ def format_row(row: dict) -> str:
 
 def summarize(rows: list[dict], peak: float) -> list[dict]:
     """Per case and version of ours: the ratio to SDPA's best backend (and to flash), timed plainly and as
-    CUDA graphs, the host share of both, the fraction of peak, and issue 50's goal."""
+    CUDA graphs, the host share of both, the fraction of peak, and the kernel's speed goal (GOALS)."""
     cases: dict[tuple, dict[str, dict]] = {}
     for r in rows:
         key = (r["dtype"], r["heads"], r["head_dim"], r["seq_len"], r["padding"], r["pass"])
@@ -416,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
               "peak_source": ("NVIDIA datasheets (H100 SXM and H200): dense bf16/fp16, not measured"
                               if args.peak_tflops == PEAK_TFLOPS else "given with --peak-tflops"),
               "flop_convention": "forward 4*B*heads*N^2*d, backward 2.5x forward; effective: real lengths",
-              "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+              "args": {k: (repository_path(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
               "rows": rows, "summary": summary, "version_2_tuned": tuned_tiles()}
     record = out / "benchmarks" / f"attention_{slug}.json"
     atomic_write(record, (json.dumps(result, indent=1) + "\n").encode())

@@ -8,7 +8,8 @@ linear decay to those steps (the scale's warmup share of its steps), trains it, 
 held-out split beside the MLM baselines (with the SOP classes' predicted shares, as the zoo does),
 measures lesson 06's layer-wise L2 / angle curves on the held-out test sequences, and writes it all,
 with the GPU's name and the library versions, to OUT/benchmarks/gpu_check_<gpu>.json (the figure:
-OUT/figures/gpu_check_<gpu>_layer_transitions.{png,json}). The last thing it prints is a short table.
+OUT/figures/gpu_check_<gpu>_layer_transitions.{png,json}; the JSON names it by its path in the repository,
+or none when OUT lies outside it). The last thing it prints is a short table.
 
     python benchmarks/gpu_check.py --minutes 2.5 --out DIR     # on a CUDA GPU; without one: one line, exit 2
     MINIALBERT_DRY_RUN=1 python benchmarks/gpu_check.py --out DIR
@@ -191,7 +192,8 @@ def calibrate(cfg, scale: Scale, train) -> float:
 
 def smoothness(model, scale: Scale, device: torch.device, figure: Path, progress: bool) -> dict:
     """The model's layer-wise L2 / angle curves on the scale's held-out test sequences (lesson 06's
-    definition and sample), saved as a figure with its numbers; returns the numbers."""
+    definition and sample), saved as a figure with its numbers; returns the numbers and the figure's path
+    in the repository (None outside it: the record names no folder of one machine)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -215,7 +217,13 @@ def smoothness(model, scale: Scale, device: torch.device, figure: Path, progress
                "results": {ENTRY: result}}
     path = save_figure(axes[0].figure, figure.name, numbers, figure.parent)
     plt.close(axes[0].figure)
-    return {**numbers, "figure": str(path)}
+    return {**numbers, "figure": repository_path(path)}
+
+
+def repository_path(path: Path) -> str | None:
+    """`path` relative to the repository, or None outside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else None
 
 
 def left_plateau(evaluation: dict) -> bool:

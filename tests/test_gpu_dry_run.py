@@ -1,4 +1,4 @@
-"""The gpu scale, end to end on a CPU: MINIALBERT_SCALE=gpu MINIALBERT_DRY_RUN=1 (issue 29, item 3).
+"""The gpu scale, end to end on a CPU: MINIALBERT_SCALE=gpu MINIALBERT_DRY_RUN=1.
 
 The dry run keeps the gpu scale's model (H = 768, 12 layers, 6000 pieces, 256 positions) and caps
 every step count and sample size (minialbert.scale.DRY_RUN), so the CLI paths below run the gpu
@@ -255,7 +255,7 @@ def test_gpu_dry_run_figures_write_the_dry_runs_folder(gpu_dry):
     assert written["scale"] == dry.name and png.stat().st_size > 0 and finite(written["shares"])
 
 
-# ------------------------------------------------------- make gpu-check (issue 29, item 4; issue 49)
+# ----------------------------------------------- make gpu-check: its recipe and the budgeted run
 REPO = Path(__file__).resolve().parent.parent
 GPU_CHECK = REPO / "benchmarks" / "gpu_check.py"
 
@@ -384,5 +384,6 @@ def test_gpu_dry_run_gpu_check_writes_its_json(gpu_dry, tmp_path, capsys):
     (result,) = curves["results"].values()
     assert len(result["layers"]) == 12 and curves["sequences"] == lesson_sizes(dry).smoothness.sequences
     assert finite(curves["results"])
-    assert Path(curves["figure"]).stat().st_size > 0
-    assert Path(curves["figure"]).parent == tmp_path / "figures"
+    assert (tmp_path / "figures" / "gpu_check_dry-run_layer_transitions.png").stat().st_size > 0
+    assert curves["figure"] is None             # outside the repository: the record names no machine path
+    assert check.repository_path(REPO / "assets" / "figures" / "x.png") == "assets/figures/x.png"

@@ -608,6 +608,7 @@ def test_benchmark_refuses_cpu_and_dry_run_checks_the_harness(tmp_path):
         assert (r["flops_effective"] == r["flops_padded"]) == (r["padding"] == "none")
         assert r["flops_effective"] <= r["flops_padded"]
     assert any(r["error"] for r in result["rows"])                  # e.g. flash with a padding mask
+    assert result["args"]["out"] is None         # outside the repository: the record names no machine path
     assert result["summary"] and (tmp_path / "figures" / "attention_dry-run.png").stat().st_size > 0
 
 
