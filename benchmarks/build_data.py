@@ -2,7 +2,7 @@
 
 The first build parses the embedded corpus, trains the SentencePiece tokenizer and builds the
 examples; the cached one reads them back. Each run is a fresh Python process on a fresh cache
-directory, so no in-memory state helps. Targets (issue 3): <= 60 s first time, <= 2 s cached.
+directory, so no in-memory state helps. Targets: <= 60 s first time, <= 2 s cached.
 
     python benchmarks/build_data.py                    # course scale, SOP examples
     python benchmarks/build_data.py --scale ci --objective nsp

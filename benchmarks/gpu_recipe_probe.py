@@ -1,4 +1,4 @@
-"""A cheap CPU probe of the gpu recipe's plateau (issue 49, item 2): which optimizer, peak rate and warmup
+"""A cheap CPU probe of the gpu recipe's plateau: which optimizer, peak rate and warmup
 let a 12-layer post-LN ALBERT leave the plateau soonest, measured on a narrow twin of the gpu model.
 
 The gpu model (H = 768, E = 128, 12 shared layers) is too wide to train for long on a CPU; its depth,

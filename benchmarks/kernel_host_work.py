@@ -1,6 +1,6 @@
 """Host work per fused-attention call, version 1 against version 2: kernel launches, allocations, host reads.
 
-At ALBERT's lengths most of a fused-attention call was time on the host (issue 50): Python, autograd, one
+At ALBERT's lengths most of a fused-attention call was time on the host (on an H200): Python, autograd, one
 launch per kernel, one allocation per buffer. This counts that work for one forward+backward as the model
 calls it: q, k, v are permuted views of one (B, N, 3 * h * d) projection, the output is read back as
 (B, N, h * d), and padded key lengths are given. Counted, after one warm-up call (tiles tuned, buffers made):

@@ -1,4 +1,4 @@
-"""How alike a sequence's tokens become, layer by layer, in a freshly initialised model (issue 49).
+"""How alike a sequence's tokens become, layer by layer, in a freshly initialised model.
 
 On an H200 the gpu-scale albert-sop stayed on the unigram plateau, and its shared layer converged to a fixed
 point (assets/benchmarks/gpu_check_nvidia-h200.json). This asks whether the collapse is there before any

@@ -13,7 +13,7 @@ graphs inductor declined to record (cudagraph_skips; its log says why): 0 for "+
 did replay.
 
     python benchmarks/train_step_gpu.py                 # writes assets/benchmarks/train_step_<gpu>.json
-    python benchmarks/train_step_gpu.py --out /tmp/x    # writes /tmp/x/train_step_<gpu>.json
+    python benchmarks/train_step_gpu.py --out DIR       # writes DIR/train_step_<gpu>.json
     python benchmarks/train_step_gpu.py --dry-run       # CPU, tiny shapes: checks the harness only
 
 About 1-2 minutes on an H100 without the compiled contenders; each of those compiles for about a minute

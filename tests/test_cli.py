@@ -102,7 +102,7 @@ def test_bad_values_found_while_running_give_one_line_errors(env, tmp_path):
 
 
 def test_resume_from_a_finished_run_into_a_new_out_is_refused(env, tmp_path):
-    """Issue 47: `pretrain --out fresh --resume-from DONE` exited 0 with JSON naming `fresh`, never made."""
+    """`pretrain --out fresh --resume-from DONE` once exited 0 with JSON naming `fresh`, never made."""
     assert run(pretrain_argv(tmp_path / "done", 2), env).returncode == 0
     res = run(pretrain_argv(tmp_path / "fresh", 2, "--resume-from", str(tmp_path / "done")), env)
     assert res.returncode == 2 and res.stdout == ""

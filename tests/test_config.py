@@ -49,7 +49,7 @@ def test_groups_default_follows_sharing():
 
 
 def test_replace_keeps_explicit_groups_or_refuses_them_by_name():
-    """Issue 47: replace(num_layers=6) on a 2-group config used to drop the explicit 2 groups for 1."""
+    """replace(num_layers=6) on a 2-group config used to drop the explicit 2 groups for 1."""
     cfg = AlbertConfig.preset("ci-albert", num_hidden_groups=2)
     six = cfg.replace(num_layers=6)
     assert (six.num_layers, six.num_hidden_groups) == (6, 2)

@@ -2,7 +2,7 @@
 
 For every generated case the package must give a correct result or a clear error of an expected type
 whose message names the problem; never a silent wrong result, and never lose the last good
-checkpoint. Examples are derandomized so CI is reproducible; the counts are issue 16's.
+checkpoint. Examples are derandomized so CI is reproducible.
 """
 
 import dataclasses

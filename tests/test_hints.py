@@ -14,15 +14,14 @@ builtins (`for`, `in`, `any`, `sum`, `max` are also English words) and names the
 the cell outside the solution (the function's arguments, the attributes `__init__` made): repeating
 those gives nothing away.
 
-The threshold, 0.2: a hint may repeat at most a fifth of the solution's new code. Calibration, measured on
-the lessons when this test was written: a hint that is the solution itself scores 1.00; the hints issue 45
-quotes score 0.80 (LAMB's trust ratio, `torch.where((w_norm > 0) & ...)`) and 0.90 (the training step's
-list of calls); the online softmax hint that wrote out each update scored 0.35; the hints written in words
-scored 0.00-0.10 ("walk the positions; skip specials ...": 0.04, "the first moments are (1-b1) g and
-(1-b2) g^2: divide them": 0.04). Between the two groups a hint that names one or two of a short solution's
-calls lands at 0.25-0.5: for a solution of a few tokens, naming its calls is the solution. The tests at
-the bottom keep the calibration honest (the solution scores 1, a hint in words for the same code scores
-below the threshold).
+The threshold, 0.2: a hint may repeat at most a fifth of the solution's new code. Calibration, measured on the
+lessons when this test was written: a hint that is the solution itself scores 1.00; two hints that wrote out
+code score 0.80 (LAMB's trust ratio, `torch.where((w_norm > 0) & ...)`) and 0.90 (the training step's list of
+calls); the online softmax hint that wrote out each update scored 0.35; the hints written in words scored
+0.00-0.10 ("walk the positions; skip specials ...": 0.04, "the first moments are (1-b1) g and (1-b2) g^2:
+divide them": 0.04). Between the two groups a hint that names one or two of a short solution's calls lands at
+0.25-0.5: for a solution of a few tokens, naming its calls is the solution. The tests at the bottom keep the
+calibration honest (the solution scores 1, a hint in words for the same code scores below the threshold).
 
 The generator also counts every token (with given=None): a hint that repeats half of them in order gives
 the solution away even when all of them are builtins or names the cell shows (`sorted(set(words))` for
@@ -108,7 +107,7 @@ def test_a_hint_that_is_the_solution_scores_1_and_fails():
     assert overlap(hint, LAMB_SOLUTION, {"weight", "update"}) == 1.0
 
 
-def test_the_hint_issue_45_quotes_fails():
+def test_a_hint_that_writes_out_the_trust_ratio_fails():
     hint = "torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)"
     assert overlap(hint, LAMB_SOLUTION, {"weight", "update"}) > 0.6
 

@@ -1,4 +1,4 @@
-"""Host reads per training step: the CPU stand-in for a GPU's host syncs (issue 48).
+"""Host reads per training step: the CPU stand-in for a GPU's host syncs.
 
 Every `.item()`, `int(t)`, `float(t)`, `bool(t)` and `.tolist()` on a tensor reads a value back to the host;
 on a GPU each one stops the host from running ahead. The trainer's step reads what it logs, once.

@@ -1,4 +1,4 @@
-"""Issue 47, second half: nothing lost or silently wrong in the zoo list, the settings, a resumed run,
+"""Nothing lost or silently wrong in the zoo list, the settings, a resumed run,
 replace(), the corpus cache, a full disk, an interrupted save and a figure's two files.
 
 Each test names the case and what it did before the fix.

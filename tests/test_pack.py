@@ -116,7 +116,7 @@ def test_pack_and_unpack_commands(packed, tmp_path, monkeypatch, capsys):
     assert len(err) == 1 and "bad.bin is damaged" in err[0]
 
 
-# ------------------------------------------------------------------ hostile packs (issue 61)
+# ------------------------------------------------------------------------------------ hostile packs
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -1,5 +1,5 @@
 """The learner writes the model and its training: at least 30 checked pieces in the lessons, every lesson
-from 02 to 10 has one, every piece issue 45 lists is checked in its lesson, and every piece fails its check
+from 02 to 10 has one, every piece REQUIRED lists is checked in its lesson, and every piece fails its check
 when a mistake is planted in it (one wrong version of each below, run through `check` like a learner's).
 
 A piece counts when a lesson's code calls `check("name", ...)` on it and minialbert.course.pieces knows
@@ -26,10 +26,10 @@ CHECK_CALL = re.compile(r'(?<![\w.])check\(\s*"(?P<name>\w+)"')
 BUILD_LESSONS = [f"{n:02d}" for n in range(2, 11)]
 MINIMUM = 30
 
-# The pieces issue 45 names, by lesson: the 21 it found and the ones it asks for (the masked-LM loss; n-gram
+# The pieces each lesson must check: the model's parts and, with them, the masked-LM loss; n-gram
 # span placement: the budget, the p(n) draw, the placement with its whole-word extension, the 80/10/10
 # corruption; the full LAMB update and its exclusions; the training loop around the step; a cross-evaluation
-# in 08; Table 2's parameter count in 09; the online softmax in Triton in 10).
+# in 08; Table 2's parameter count in 09; the online softmax in Triton in 10.
 REQUIRED = {
     "02": ["factorized_embedding", "embedding_parameters"],
     "03": ["split_heads", "merge_heads", "attention", "layer", "shared_encoder", "mlm_head", "sentence_loss"],
@@ -75,7 +75,7 @@ def test_every_checked_name_is_a_piece_and_every_piece_is_checked_once():
     assert len(names) == len(set(names)), f"checked twice: {[n for n in set(names) if names.count(n) > 1]}"
 
 
-def test_the_pieces_issue_45_lists_are_checked_in_their_lessons():
+def test_the_required_pieces_are_checked_in_their_lessons():
     missing = [f"{lesson}: {name}" for lesson, names in REQUIRED.items() for name in names
                if name not in CHECKED.get(lesson, [])]
     assert not missing, "listed pieces not checked in their lesson: " + ", ".join(missing)

@@ -1,4 +1,4 @@
-"""Issue 16's regression tests, one per reported case: nothing silently wrong, nothing lost.
+"""Regression tests, one per case that once went wrong: nothing silently wrong, nothing lost.
 
 Damaged checkpoints and caches, non-finite training, shared or half-made run directories,
 configs changed after creation, bad model inputs, and the CLI's one-line errors.
@@ -359,7 +359,7 @@ def test_metrics_of_a_run_are_strict_json(tmp_path):
     assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 2]
 
 
-# ---------------------------------------------------------------------------- issue 27
+# ---------------------------------------------- damaged weights, resumed and re-run runs, odd inputs
 def resign(ckpt) -> None:
     """Rewrite a checkpoint's manifest to match its files, as a careless copy or a tool might."""
     from minialbert.checkpoint import CHECKPOINT_FILES, MANIFEST
@@ -369,7 +369,7 @@ def resign(ckpt) -> None:
 
 @pytest.mark.parametrize("value", [math.nan, 1e30])
 def test_weights_that_are_not_finite_are_refused_when_loaded(tmp_path, value):
-    """Case 5: NaN or absurd weights behind a re-signed manifest: loading, resuming and fine-tuning
+    """NaN or absurd weights behind a re-signed manifest: loading, resuming and fine-tuning
     refuse them in one line naming the file and the tensor."""
     import safetensors.torch
 
@@ -389,7 +389,7 @@ def test_weights_that_are_not_finite_are_refused_when_loaded(tmp_path, value):
 
 
 def test_resuming_from_another_runs_checkpoint_into_an_existing_run_is_refused(tmp_path):
-    """Case 2: --resume-from OTHER/step-N into a directory that holds its own run is refused, and
+    """--resume-from OTHER/step-N into a directory that holds its own run is refused, and
     nothing there changes; into a new directory it branches."""
     data, run_args = synthetic_examples(16), args(steps=2, warmup=0, eval_every=0, checkpoint_every=1)
     run, other = tmp_path / "run", tmp_path / "other"
@@ -405,7 +405,7 @@ def test_resuming_from_another_runs_checkpoint_into_an_existing_run_is_refused(t
 
 
 def test_a_rerun_says_which_metrics_it_replaces(tmp_path):
-    """Case 3: a run killed before its first checkpoint left metrics.jsonl; a plain re-run says it
+    """A run killed before its first checkpoint left metrics.jsonl; a plain re-run says it
     replaces them."""
     (tmp_path / "metrics.jsonl").write_text('{"step": 1, "split": "train"}\n{"step": 2, "split": "train"}\n')
     with pytest.warns(UserWarning, match="holds 2 records of an earlier run that saved no checkpoint"):
@@ -414,7 +414,7 @@ def test_a_rerun_says_which_metrics_it_replaces(tmp_path):
 
 
 def test_a_tokenizer_cache_with_other_settings_is_rebuilt(tmp_path, monkeypatch):
-    """Case 6: a valid 120-piece model with a matching checksum, where the scale's tokenizer belongs,
+    """A valid 120-piece model with a matching checksum, where the scale's tokenizer belongs,
     is reported and rebuilt."""
     from test_tokenizer import SENTENCES
 
@@ -433,7 +433,7 @@ def test_a_tokenizer_cache_with_other_settings_is_rebuilt(tmp_path, monkeypatch)
 
 
 def test_hf_weights_without_the_pooler_are_reported():
-    """Case 7: no albert.pooler.* but an SOP head that reads it: an error; no head at all: a warning."""
+    """No albert.pooler.* but an SOP head that reads it: an error; no head at all: a warning."""
     transformers = pytest.importorskip("transformers")
     config = transformers.AlbertConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=2,
                                        num_attention_heads=2, intermediate_size=32,
@@ -449,8 +449,8 @@ def test_hf_weights_without_the_pooler_are_reported():
 
 
 def test_initializer_range_and_replace_behave_as_documented():
-    """Case 8: an initializer range that overflows is refused by name; replace() and
-    dataclasses.replace() both keep an explicit num_hidden_groups (issue 47: replace() used to drop it)."""
+    """An initializer range that overflows is refused by name; replace() and
+    dataclasses.replace() both keep an explicit num_hidden_groups (replace() used to drop it)."""
     for value in (8e242, 1e8, 2.0):
         with pytest.raises(ValueError, match="initializer_range"):
             AlbertConfig(initializer_range=value)
@@ -460,7 +460,7 @@ def test_initializer_range_and_replace_behave_as_documented():
 
 
 def test_a_full_disk_is_one_line_and_leaves_no_temporary(tmp_path, monkeypatch):
-    """Case 9: on a small filesystem the test makes (a tmpfs), a checkpoint that does not fit is one
+    """On a small filesystem the test makes (a tmpfs), a checkpoint that does not fit is one
     line naming the device problem and the last good checkpoint, and leaves no temporary behind."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root: the full-disk case is not tested here")
@@ -489,7 +489,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_temporary(tmp_path, monkeypatch):
 
 
 def test_small_errors_name_the_file_or_argument(tmp_path, capsys):
-    """Case 10: evaluate's batch size, a binary config file, an id outside the vocabulary, a pickle
+    """Evaluate's batch size, a binary config file, an id outside the vocabulary, a pickle
     that is not ours: each one line that names what is wrong."""
     from test_tokenizer import SENTENCES
 

@@ -182,7 +182,7 @@ def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
 
 
 def test_a_damaged_entry_resumes_from_its_newest_verified_checkpoint_and_keeps_the_damage_aside():
-    """Issue 27, case 1: a damaged latest checkpoint (flipped bytes, a missing file, a garbage `latest`)
+    """A damaged latest checkpoint (flipped bytes, a missing file, a garbage `latest`)
     never costs the verified work before it: the entry resumes from the newest verified checkpoint,
     ends with the same weights as a straight build, and the damaged one is kept aside, reported."""
     zoo.build(["bert-nsp"], SCALE, progress=False)
@@ -210,7 +210,7 @@ def test_a_damaged_entry_resumes_from_its_newest_verified_checkpoint_and_keeps_t
 
 
 def test_a_second_build_of_an_entry_stops_naming_the_first():
-    """Issue 27, case 4: while a process holds an entry's run lock, another build of it stops with one
+    """While a process holds an entry's run lock, another build of it stops with one
     line naming that process, and deletes nothing."""
     run_dir = zoo.entry_dir(zoo.entry("albert-nsp"), SCALE)
     with run_lock(run_dir):
@@ -237,7 +237,7 @@ def test_a_second_build_of_an_entry_stops_naming_the_first():
 
 
 def test_damaged_zoo_files_are_named():
-    """Issue 27, case 10: a damaged evaluation.json or metrics.jsonl is an error naming the file."""
+    """A damaged evaluation.json or metrics.jsonl is an error naming the file."""
     zoo.build(["albert-mlm"], SCALE, progress=False)
     run_dir = zoo.entry_dir(zoo.entry("albert-mlm"), SCALE)
     (run_dir / "evaluation.json").write_text('{"mlm": ')
@@ -259,7 +259,7 @@ def flip_last_bytes(path) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(done=st.sampled_from([0, 1, 2]))
 def test_a_second_process_never_disturbs_a_build_in_progress(done, tmp_path):
-    """Issue 27, case 4, drawn by Hypothesis: however far the first build has got (0, 1 or 2 of its
+    """Drawn by Hypothesis: however far the first build has got (0, 1 or 2 of its
     checkpoints written) when a second process asks for the same entry, the second stops naming the
     first's PID and changes nothing; once the first is gone the entry finishes with the weights of a
     straight build."""
@@ -300,7 +300,7 @@ def test_a_second_process_never_disturbs_a_build_in_progress(done, tmp_path):
         shutil.copytree(saved, run_dir)
 
 
-# ------------------------------------------------------------------ the shipped zoo (issue 31)
+# ---------------------------------------------------------------------------------- the shipped zoo
 
 def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkeypatch, capsys):
     zoo.build(["albert-sop", "albert-nsp"], SCALE, progress=False)
