@@ -52,6 +52,7 @@ from ..segments import TWO_SENTENCE_CHUNKS, length_balanced
 from ..tokenizer import Tokenizer
 from . import zoo
 from .finetune import FinetuneArgs, curve_summary, learning_curve
+from .shortcut_rule import majority_by_cell
 from .tasks import load_task
 
 ARMS = (*OBJECTIVES, "sop-balanced")      # each objective, and SOP on length-balanced pairs
@@ -153,14 +154,7 @@ def _shortcut(train_cells: torch.Tensor, train: PretrainingDataset, test_cells: 
     """sentence_metrics on `test` of the rule that answers, in every cell, the label seen most often there
     in `train` (unseen cells and ties: the majority label); the interval resamples `test`'s documents
     where it names them."""
-    labels = train.sentence_labels.long()
-    keys, inverse = train_cells.unique(return_inverse=True)
-    ones = torch.zeros(len(keys)).index_add_(0, inverse, labels.float())
-    counts = torch.bincount(inverse, minlength=len(keys)).float()
-    majority = int(labels.float().mean() > 0.5)
-    cell_label = torch.where(ones * 2 == counts, majority, (ones * 2 > counts).long())
-    at = torch.searchsorted(keys, test_cells).clamp(max=len(keys) - 1)
-    predicted = torch.where(keys[at] == test_cells, cell_label[at], majority)
+    predicted = majority_by_cell(train_cells, train.sentence_labels, test_cells)
     truth, documents = test.sentence_labels.long(), test.document_ids
     if indices is not None:
         chosen = list(indices)
