@@ -1,4 +1,4 @@
-"""Checkpoints and run directories: save, verify, find and load; the run lock; the run files.
+"""Checkpoints: save, verify, find and load, and the model head a checkpoint records.
 
 A run directory (`out_dir` of a pretraining or fine-tuning run):
     config.json, train_args.json      the model config and the training arguments
@@ -6,18 +6,16 @@ A run directory (`out_dir` of a pretraining or fine-tuning run):
     checkpoints/step-000100/          model.safetensors, config.json, trainer_state.json, optimizer.pt,
                                       manifest.json (the sha256 of each, checked whenever it is read)
     checkpoints/latest                the name of the newest complete, finite checkpoint
-    .lock                             held (flock, with the PID) while a run uses the directory
+    .lock                             held while a run uses the directory (run_directory.py)
 
-A checkpoint's config.json is the model config plus its head (`model.head_record`), so loading a
-checkpoint builds the right model from config.json alone; trainer_state.json is only for resuming.
+A checkpoint's config.json is the model config plus its head (`head_record`), so loading a checkpoint
+builds the right model from config.json alone (`build_model`); trainer_state.json is only for resuming.
 Every file is written to a temporary name, fsynced and renamed, so a kill leaves either the old
 checkpoint or the new one, never half of one.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import errno
 import json
 import os
@@ -34,14 +32,13 @@ import torch
 from torch import nn
 
 from .config import AlbertConfig
-from .download import atomic_write, sha256_of, write_json
-from .model import HEAD_FIELDS, build_model, head_record
+from .download import sha256_of, write_json
+from .model import AlbertForPretraining, AlbertForSequenceClassification
 
 CHECKPOINT_FILES = ("model.safetensors", "config.json", "trainer_state.json", "optimizer.pt")
 # A weights-only checkpoint (the shipped zoo's) leaves the optimizer out: it loads, but cannot resume.
 WEIGHTS_FILES = CHECKPOINT_FILES[:3]
 MANIFEST = "manifest.json"          # {file: sha256} of CHECKPOINT_FILES, written into the checkpoint
-LOCK_FILE = ".lock"
 STEP_DIR = re.compile(r"step-\d{6,}")
 # What an interrupted save can leave behind, and only that is removed at the next start of the run: a
 # checkpoint folder being written (save_checkpoint), a file of write_text_atomic (.NAME.tmp-PID) or of
@@ -55,10 +52,6 @@ MAX_ABS_WEIGHT = 1e6
 
 class NonFiniteError(FloatingPointError):
     """A loss, gradient or parameter became NaN or infinite: the run stops before saving it."""
-
-
-class RunLockedError(OSError):
-    """Another live process holds the run directory's lock."""
 
 
 # ---------------------------------------------------------------------------- saving
@@ -351,97 +344,25 @@ def load_optimizer_state(path: Path) -> dict:
                          f"({type(e).__name__}: {first})") from None
 
 
-# ---------------------------------------------------------------------------- the run directory
-@contextlib.contextmanager
-def run_lock(run_dir: Path):
-    """Hold run_dir/.lock while a run uses the directory (created if missing, removed again if the
-    run leaves it empty). The flock dies with its process, so a stale lock file is simply taken over."""
-    import fcntl  # POSIX; imported here so the module still imports elsewhere
-
-    created = not run_dir.exists()
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"cannot use {str(run_dir)!r} as a run directory: {e.strerror}") from None
-    path = run_dir / LOCK_FILE
-    while True:
-        f = open(path, "a+")
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            owner = f.read().strip() or "unknown"
-            f.close()
-            raise RunLockedError(f"{run_dir} is in use by another run (PID {owner}, lock {path}); wait "
-                                 f"for it to finish or choose another output directory") from None
-        if path.exists() and os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
-            break                                # not unlinked by a previous holder meanwhile
-        f.close()
-    try:
-        f.truncate(0)
-        f.write(f"{os.getpid()}\n")
-        f.flush()
-        _remove_temporaries(run_dir)
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-        f.close()
-        if created and not any(run_dir.iterdir()):
-            run_dir.rmdir()
+# What a saved model is, beside its config (a checkpoint's config.json holds both): which class, and
+# its sentence head (pretraining) or its number of labels (classification).
+HEAD_FIELDS = ("architecture", "sentence_task", "num_labels")
 
 
-def _remove_temporaries(run_dir: Path) -> None:
-    """Delete the temporary files and checkpoint folders an interrupted save left behind (we hold the
-    lock, so no save of ours is under way), saying so in one line; nothing else is touched."""
-    checkpoints = run_dir / "checkpoints"
-    folders = [p for p in checkpoints.glob(".tmp-step-*") if TEMPORARY_CHECKPOINT.fullmatch(p.name)
-               and p.is_dir() and not p.is_symlink()]
-    files = [p for folder in (run_dir, checkpoints) for p in folder.glob(".*tmp*")
-             if TEMPORARY_FILE.fullmatch(p.name) and (p.is_file() or p.is_symlink())]
-    for path in folders:
-        shutil.rmtree(path)
-    for path in files:
-        path.unlink()
-    if folders or files:
-        names = ", ".join(str(p.relative_to(run_dir)) for p in [*folders, *files])
-        warnings.warn(f"removed what an interrupted save left in {run_dir}: {names}", stacklevel=4)
+def head_record(model: nn.Module) -> dict:
+    """The head of a model, as a checkpoint's config.json records it (see build_model)."""
+    if isinstance(model, AlbertForSequenceClassification):
+        return {"architecture": "AlbertForSequenceClassification", "num_labels": model.num_labels}
+    if isinstance(model, AlbertForPretraining):
+        return {"architecture": "AlbertForPretraining", "sentence_task": model.sentence_task}
+    raise TypeError(f"cannot record the head of a {type(model).__name__}")
 
 
-def start_run_files(out_dir: Path, cfg: AlbertConfig, args, history: list[dict]):
-    """Write config.json, train_args.json (a dataclass) and metrics.jsonl once the first step has
-    succeeded; -> the metrics file, open for appending. A crashed run may have logged past its last
-    checkpoint: the metrics keep only what the checkpoint saw."""
-    metrics = out_dir / "metrics.jsonl"
-    if metrics.exists() and not history:
-        lines = sum(1 for line in metrics.read_text(errors="replace").splitlines() if line.strip())
-        if lines:
-            warnings.warn(f"{metrics} holds {lines} records of an earlier run that saved no checkpoint; "
-                          "replacing them", stacklevel=3)
-    write_json(out_dir / "config.json", cfg.to_dict())
-    write_json(out_dir / "train_args.json", dataclasses.asdict(args))
-    atomic_write(metrics, "".join(json.dumps(r) + "\n" for r in history).encode())   # one record a line
-    return open(metrics, "a")
-
-
-def record_metrics(record: dict, history: list[dict], log_file, callbacks) -> None:
-    """Append a metrics record to the history, to metrics.jsonl (if open) and pass it to callbacks."""
-    history.append(record)
-    if log_file is not None:
-        log_file.write(json.dumps(record, allow_nan=False) + "\n")
-        log_file.flush()
-    for cb in callbacks:
-        cb(record)
-
-
-def read_metrics(run_dir: str | Path) -> list[dict]:
-    """The records of a run's metrics.jsonl."""
-    path = Path(run_dir) / "metrics.jsonl"
-    records = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"metrics file {path} is damaged at line {number} ({e})") from None
-    return records
+def build_model(cfg: AlbertConfig, head: dict) -> nn.Module:
+    """A freshly initialised model of the class and head that `head_record` described."""
+    architecture = head.get("architecture")
+    if architecture == "AlbertForPretraining":
+        return AlbertForPretraining(cfg, sentence_task=head.get("sentence_task"))
+    if architecture == "AlbertForSequenceClassification":
+        return AlbertForSequenceClassification(cfg, head.get("num_labels"))
+    raise ValueError(f"unknown architecture {architecture!r}")

@@ -16,8 +16,6 @@ from torch import nn
 
 from .config import IGNORE_INDEX, OBJECTIVES, AlbertConfig
 
-ID_DTYPES = (torch.int64, torch.int32)   # what nn.Embedding indexes with
-
 
 def activation(name: str):
     if name == "gelu_new":   # tanh approximation of GELU (HF's gelu_new): ALBERT, and Google's BERT code
@@ -63,12 +61,36 @@ def merge_heads(x):
     return x.transpose(1, 2).reshape(B, N, h * d)
 
 
-def math_attention(q, k, v, attend, dropout_p: float = 0.0):
+def math_attention(q, k, v, attend, key_lengths=None, dropout_p: float = 0.0):
     """softmax(q k^T / sqrt(d)) v, written out for teaching. attend: (B, 1, 1, N) bool, True = key is real."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])               # (B, h, N, N)
     scores = scores.masked_fill(~attend, torch.finfo(scores.dtype).min)     # padded keys get ~0 weight
     probs = F.dropout(scores.softmax(dim=-1), p=dropout_p)
     return probs @ v                                                        # (B, h, N, d)
+
+
+def sdpa_attention(q, k, v, attend, key_lengths=None, dropout_p: float = 0.0):
+    """The same, by PyTorch's fused scaled_dot_product_attention (flash or memory-efficient kernels)."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=dropout_p)
+
+
+def triton_attention(version: int):
+    """The course's Triton kernel (kernels/), which reads the key lengths instead of the mask: it skips the
+    padded keys' tiles. Imported only when asked for, so a missing Triton fails when the model is built."""
+    from .kernels import fused_attention
+
+    def attention(q, k, v, attend, key_lengths=None, dropout_p: float = 0.0):   # config refuses dropout
+        if key_lengths is None:                   # a layer called alone: the lengths of its right-padded mask
+            key_lengths = attend.sum(dim=-1, dtype=torch.int32).flatten()
+        return fused_attention(q, k, v, key_lengths=key_lengths, check_lengths=False, version=version)
+    attention.kernel_version = version
+    return attention
+
+
+# attention_backend -> the attention function: each takes (q, k, v, attend, key_lengths, dropout_p) and
+# returns (B, h, N, d). A model binds one when it is built; its forward tests no name.
+ATTENTION = {"math": lambda: math_attention, "sdpa": lambda: sdpa_attention,
+             "triton": lambda: triton_attention(version=1), "triton-v2": lambda: triton_attention(version=2)}
 
 
 class SelfAttention(nn.Module):
@@ -77,28 +99,16 @@ class SelfAttention(nn.Module):
     def __init__(self, cfg: AlbertConfig):
         super().__init__()
         H = cfg.hidden_size
-        self.num_heads, self.backend = cfg.num_heads, cfg.attention_backend
-        self.dropout_p = cfg.attention_dropout_prob
+        self.num_heads, self.dropout_p = cfg.num_heads, cfg.attention_dropout_prob
         self.qkv = nn.Linear(H, 3 * H)              # query, key, value in one matmul
         self.dense = nn.Linear(H, H)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.LayerNorm = nn.LayerNorm(H, eps=cfg.layer_norm_eps)
-        # The backend is chosen here, once: a missing Triton fails when the model is built.
-        if self.backend.startswith("triton"):
-            from .kernels import fused_attention  # imports triton only when asked for
-            self.fused_attention = fused_attention
-            self.kernel_version = 2 if self.backend == "triton-v2" else 1
+        self.attention_fn = ATTENTION[cfg.attention_backend]()     # bound once, here
 
-    def forward(self, x, attend, key_lengths=None):    # x: (B, N, H), attend: (B, 1, 1, N) bool
+    def forward(self, x, attend, key_lengths=None):    # x: (B, N, H), attend: (B, 1, 1, N) bool, lengths (B,)
         q, k, v = (split_heads(t, self.num_heads) for t in self.qkv(x).chunk(3, dim=-1))  # 3 x (B, h, N, d)
-        p = self.dropout_p if self.training else 0.0
-        if self.backend == "math":
-            context = math_attention(q, k, v, attend, p)
-        elif self.backend == "sdpa":
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=p)
-        else:   # lengths were computed (and checked) once per batch by the encoder: no host read here
-            context = self.fused_attention(q, k, v, key_lengths=key_lengths, check_lengths=False,
-                                           version=self.kernel_version)
+        context = self.attention_fn(q, k, v, attend, key_lengths, self.dropout_p if self.training else 0.0)
         context = merge_heads(context)                                      # (B, N, H)
         return self.LayerNorm(x + self.dropout(self.dense(context)))        # post-LN residual
 
@@ -182,81 +192,26 @@ class AlbertModel(nn.Module):
         self.encoder = Encoder(cfg)
         self.pooler = nn.Linear(cfg.hidden_size, cfg.hidden_size)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_hidden_states=False,
-                check: bool = True):
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_hidden_states=False):
         """input_ids, token_type_ids: (B, N) integer ids; attention_mask: (B, N) of 0 (padding) / 1.
 
-        check=True validates the inputs first (ids in range, a 0/1 mask, right padding for Triton): one
-        clear ValueError for bad input, at the price of reading values back from the GPU. The trainer
-        passes check=False: its data were checked once, when they were loaded.
+        The inputs are not checked here: `inputs.check_batch` checks a batch where data enter (the
+        datasets check theirs once, when they are loaded).
         A row whose mask is all zeros has no real token; it is treated as unpadded, so every backend
         gives the same finite (meaningless) output for it instead of NaN on some and not on others.
         """
-        if check:
-            check_inputs(self.config, input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         empty = ~attention_mask.bool().any(dim=1, keepdim=True)            # (B, 1): rows with no real token
         attention_mask = attention_mask.bool() | empty
-        key_lengths = None
-        if self.config.attention_backend.startswith("triton"):             # once per batch, for every layer
-            key_lengths = right_padded_lengths(attention_mask, check)
         attend = attention_mask[:, None, None, :]                           # (B, 1, 1, N)
+        key_lengths = attention_mask.sum(dim=1, dtype=torch.int32)          # (B,): right-padded batches
         x = self.embeddings(input_ids, token_type_ids)                      # (B, N, H)
         x, hidden_states = self.encoder(x, attend, key_lengths, output_hidden_states)
         pooled = torch.tanh(self.pooler(x[:, 0]))                           # (B, H)
         return EncoderOutput(x, pooled, hidden_states)
-
-
-def _check_ids(name: str, ids, shape: tuple, high: int, what: str) -> None:
-    """ids: an integer tensor of `shape` with values in [0, high)."""
-    if not isinstance(ids, torch.Tensor) or ids.dtype not in ID_DTYPES:
-        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise ValueError(f"{name} must be an int64 (or int32) tensor, got {got}")
-    if tuple(ids.shape) != shape:
-        raise ValueError(f"{name} has shape {tuple(ids.shape)} but input_ids has {shape}; they must agree")
-    low, top = (int(v) for v in torch.aminmax(ids))
-    if low < 0 or top >= high:
-        raise ValueError(f"{name} holds {low if low < 0 else top}, outside [0, {high}) ({what})")
-
-
-def check_inputs(cfg: AlbertConfig, input_ids, token_type_ids=None, attention_mask=None) -> None:
-    """Cheap checks at the model's entry: dtypes, shapes that agree, id ranges, a 0/1 mask, a non-empty
-    batch. Bad input is then one clear ValueError instead of an index error or silent nonsense."""
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-        got = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-        raise ValueError(f"input_ids must be a (batch, length) tensor, got {got}")
-    B, N = input_ids.shape
-    if B == 0 or N == 0:
-        raise ValueError(f"empty batch: input_ids has shape {(B, N)}; give at least one token")
-    if N > cfg.max_position_embeddings:
-        raise ValueError(f"sequence length {N} exceeds max_position_embeddings "
-                         f"{cfg.max_position_embeddings}; truncate the input")
-    _check_ids("input_ids", input_ids, (B, N), cfg.vocab_size, f"the vocabulary size is {cfg.vocab_size}")
-    if token_type_ids is not None:
-        _check_ids("token_type_ids", token_type_ids, (B, N), cfg.type_vocab_size,
-                   f"type_vocab_size is {cfg.type_vocab_size}")
-    if attention_mask is not None:
-        if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != (B, N):
-            got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else attention_mask
-            raise ValueError(f"attention_mask must have input_ids' shape {(B, N)}, got {got}")
-        if attention_mask.dtype != torch.bool and not ((attention_mask == 0) | (attention_mask == 1)).all():
-            raise ValueError(f"attention_mask must hold 0 (padding) and 1 (real token), got values such as "
-                             f"{attention_mask.min().item()}; an additive mask (0 / -10000) is not accepted")
-
-
-def right_padded_lengths(attention_mask, check: bool = True):
-    """(B, N) bool mask of the form 1..1 0..0 -> (B,) int32 lengths (what the fused kernel takes).
-    check=True verifies the form (a host read); the trainer's batches are right-padded by collate."""
-    lengths = attention_mask.sum(dim=1)
-    if check:
-        prefix = torch.arange(attention_mask.shape[1], device=attention_mask.device)[None] < lengths[:, None]
-        if not torch.equal(prefix, attention_mask.bool()):
-            raise ValueError("attention_backend='triton' needs right-padded batches (mask 1...1 0...0); "
-                             "use attention_backend='sdpa' for other masks")
-    return lengths.to(torch.int32)
 
 
 class MaskedLMHead(nn.Module):
@@ -283,10 +238,8 @@ class PretrainingOutput:
     pooled_output: torch.Tensor
     last_hidden_state: torch.Tensor
     hidden_states: tuple | None = None
-    mlm_loss: torch.Tensor | None = None         # mean over the M predicted positions
-    sentence_loss: torch.Tensor | None = None    # mean over the B examples
-    mlm_loss_sum: torch.Tensor | None = None     # the sums behind the means: what a trainer divides by
-    sentence_loss_sum: torch.Tensor | None = None  # its global counts (gradient accumulation, DDP)
+    mlm_loss: torch.Tensor | None = None         # summed over the M predicted positions / predicted_tokens
+    sentence_loss: torch.Tensor | None = None    # summed over the B examples / examples
 
 
 class AlbertForPretraining(nn.Module):
@@ -307,38 +260,39 @@ class AlbertForPretraining(nn.Module):
         self.apply(lambda m: init_weights(m, cfg.initializer_range))
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None,
-                sentence_labels=None, output_hidden_states=False, check: bool = True) -> PretrainingOutput:
-        """check=False skips the input and label checks (see AlbertModel.forward): the trainer's way."""
-        enc = self.albert(input_ids, token_type_ids, attention_mask, output_hidden_states, check)
-        labels_shape = tuple(input_ids.shape)                               # checked by the encoder
+                sentence_labels=None, output_hidden_states=False, predicted_tokens=None,
+                examples=None) -> PretrainingOutput:
+        """The losses are means: summed cross-entropies divided by predicted_tokens (the predicted
+        positions) and by examples. Both default to this batch's counts; a trainer that splits its global
+        batch into micro-batches, or over processes, passes the global batch's counts, so that the
+        micro-batches' losses add up to the global batch's loss (train.train_step)."""
         if sentence_labels is not None and self.sentence_head is None:
             raise ValueError("sentence_labels given to a model built without a sentence head "
                              "(sentence_task=None); build it with sentence_task='sop' or 'nsp'")
-        if check and mlm_labels is not None:
-            _check_labels("mlm_labels", mlm_labels, labels_shape, self.config.vocab_size, IGNORE_INDEX)
-        if check and sentence_labels is not None:
-            _check_labels("sentence_labels", sentence_labels, labels_shape[:1], 2, None)
+        enc = self.albert(input_ids, token_type_ids, attention_mask, output_hidden_states)
         x = enc.last_hidden_state
-        mlm_loss = sentence_loss = sentence_logits = mlm_sum = sentence_sum = None
+        mlm_loss = sentence_loss = sentence_logits = None
         if mlm_labels is not None:
             # The original TF trick: vocabulary logits only where something is predicted
             # (about 15% of positions), which saves most of the E x V decoder's work.
             is_predicted = mlm_labels != IGNORE_INDEX                       # (B, N) bool
             predicted = is_predicted.nonzero(as_tuple=True)                 # 2 x (M,): one read of M
             mlm_logits = self.mlm_head(x[predicted])                        # (M, V)
-            mlm_sum = F.cross_entropy(mlm_logits.float(), mlm_labels[predicted], reduction="sum")
-            mlm_loss = mlm_sum / is_predicted.sum().clamp(min=1)            # 0 when nothing is predicted
+            if predicted_tokens is None:
+                predicted_tokens = is_predicted.sum().clamp(min=1)          # 0 when nothing is predicted
+            mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_labels[predicted],
+                                       reduction="sum") / predicted_tokens
         else:
             mlm_logits = self.mlm_head(x)                                   # (B, N, V)
         if self.sentence_head is not None:
             sentence_logits = self.sentence_head(enc.pooled_output)          # (B, 2)
             if sentence_labels is not None:
-                sentence_sum = F.cross_entropy(sentence_logits.float(), sentence_labels, reduction="sum")
-                sentence_loss = sentence_sum / sentence_labels.shape[0]
+                sentence_loss = F.cross_entropy(sentence_logits.float(), sentence_labels, reduction="sum") / (
+                    sentence_labels.shape[0] if examples is None else examples)
         losses = [t for t in (mlm_loss, sentence_loss) if t is not None]
         loss = sum(losses) if losses else None
         return PretrainingOutput(loss, mlm_logits, sentence_logits, enc.pooled_output, x,
-                                 enc.hidden_states, mlm_loss, sentence_loss, mlm_sum, sentence_sum)
+                                 enc.hidden_states, mlm_loss, sentence_loss)
 
 
 @dataclass
@@ -396,41 +350,6 @@ class AlbertForSequenceClassification(nn.Module):
             raise ValueError(f"labels must be in [0, {self.num_labels}), got values in "
                              f"[{int(labels.min())}, {int(labels.max())}]")
         return F.cross_entropy(logits.float(), labels)
-
-
-# What a saved model is, beside its config (a checkpoint's config.json holds both): which class, and
-# its sentence head (pretraining) or its number of labels (classification).
-HEAD_FIELDS = ("architecture", "sentence_task", "num_labels")
-
-
-def head_record(model: nn.Module) -> dict:
-    """The head of a model, as a checkpoint's config.json records it (see build_model)."""
-    if isinstance(model, AlbertForSequenceClassification):
-        return {"architecture": "AlbertForSequenceClassification", "num_labels": model.num_labels}
-    if isinstance(model, AlbertForPretraining):
-        return {"architecture": "AlbertForPretraining", "sentence_task": model.sentence_task}
-    raise TypeError(f"cannot record the head of a {type(model).__name__}")
-
-
-def build_model(cfg: AlbertConfig, head: dict) -> nn.Module:
-    """A freshly initialised model of the class and head that `head_record` described."""
-    architecture = head.get("architecture")
-    if architecture == "AlbertForPretraining":
-        return AlbertForPretraining(cfg, sentence_task=head.get("sentence_task"))
-    if architecture == "AlbertForSequenceClassification":
-        return AlbertForSequenceClassification(cfg, head.get("num_labels"))
-    raise ValueError(f"unknown architecture {architecture!r}")
-
-
-def _check_labels(name: str, labels, shape: tuple, classes: int, ignore: int | None) -> None:
-    """labels: an int64 tensor (what cross_entropy takes) of `shape`, values in [0, classes) or `ignore`."""
-    if not isinstance(labels, torch.Tensor) or labels.dtype != torch.int64 or tuple(labels.shape) != shape:
-        got = f"{labels.dtype} {tuple(labels.shape)}" if isinstance(labels, torch.Tensor) else type(labels)
-        raise ValueError(f"{name} must be an int64 tensor of shape {shape}, got {got}")
-    real = labels if ignore is None else labels[labels != ignore]
-    if real.numel() and (int(real.min()) < 0 or int(real.max()) >= classes):
-        allowed = f"[0, {classes})" + ("" if ignore is None else f" or {ignore} (not predicted)")
-        raise ValueError(f"{name} must be in {allowed}, got values in [{int(real.min())}, {int(real.max())}]")
 
 
 def init_weights(module: nn.Module, std: float) -> None:

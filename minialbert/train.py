@@ -11,8 +11,9 @@ restores the weights, optimizer, schedule and RNG exactly. Nothing is written in
 until the first step has succeeded, so a run that fails at its start leaves the directory as it found
 it. A non-finite loss or gradient stops the run before anything non-finite is logged or saved.
 
-A step does no work twice: the model returns its loss sums (the cross-entropies are computed once), the
-counts that normalise them stay on the device, the token ids were checked once when the run started,
+A step does no work twice: the model divides its summed cross-entropies by the global batch's counts,
+which are counted once and stay on the device, so the loss it returns is the loss that is trained; the
+token ids were checked once when the run started (the model's forward checks nothing),
 and what the step logs is read back to the host in one transfer, its only host read besides the
 masked-LM gather's size. Device and precision come from device.py; compile=True (or "model") runs the
 forward under torch.compile, compile="graphs" the encoder's layers as CUDA graphs (graphed_layers).
@@ -42,10 +43,7 @@ from .checkpoint import (
     load_weights,
     read_config,
     read_json,
-    record_metrics,
-    run_lock,
     save_checkpoint,
-    start_run_files,
 )
 from .compiling import COMPILE_MODES, compile_cache, compiled, graphed_layers
 from .config import OBJECTIVES, AlbertConfig
@@ -54,6 +52,7 @@ from .evaluation import evaluate_pretraining, summary_record
 from .model import IGNORE_INDEX, AlbertForPretraining
 from .optim import OPTIMIZERS, make_optimizer, warmup_linear_decay
 from .pretraining_dataset import check_fits
+from .run_directory import record_metrics, run_lock, start_run_files
 from .scale import Scale
 
 # Arguments that change the training trajectory: a resumed run must use the same values.
@@ -356,7 +355,7 @@ def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], o
     if world > 1:
         dist.all_reduce(counts)
     n_tokens, n_examples = counts.clamp(min=1).unbind()
-    sums = torch.zeros(2, device=device)                              # mlm loss sum, sentence loss sum
+    means = torch.zeros(2, device=device)        # the global batch's mlm and sentence losses, summed below
     for i, b in enumerate(micro):
         last = i == len(micro) - 1 or not isinstance(net, nn.parallel.DistributedDataParallel)
         ctx = contextlib.nullcontext() if last else net.no_sync()      # all-reduce on the last micro-batch
@@ -364,19 +363,18 @@ def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], o
         with ctx:
             with precision.autocast():
                 out = net(b["input_ids"], b["token_type_ids"], b["attention_mask"],
-                          mlm_labels=b["mlm_labels"], sentence_labels=sentence_labels, check=False)
-            loss = out.mlm_loss_sum / n_tokens
-            sums[0] += out.mlm_loss_sum.detach()
-            if out.sentence_loss_sum is not None:
-                loss = loss + out.sentence_loss_sum / n_examples
-                sums[1] += out.sentence_loss_sum.detach()
+                          mlm_labels=b["mlm_labels"], sentence_labels=sentence_labels,
+                          predicted_tokens=n_tokens, examples=n_examples)
+            means[0] += out.mlm_loss.detach()
+            if out.sentence_loss is not None:
+                means[1] += out.sentence_loss.detach()
             # DDP averages gradients over processes; scale up so the result is the global-batch gradient
-            scaler.scale(loss * world).backward()
+            scaler.scale(out.loss * world).backward()
     grad_norm, lr = optimizer_step(model, optimizer, scheduler, scaler, args.clip_norm)
     if world > 1:
-        dist.all_reduce(sums)
+        dist.all_reduce(means)
     # The one host read of the step: everything it logs, in one transfer.
-    mlm_loss, sentence_loss, grad_norm = torch.cat([sums / counts.clamp(min=1), grad_norm[None]]).tolist()
+    mlm_loss, sentence_loss, grad_norm = torch.cat([means, grad_norm[None]]).tolist()
     record = {"loss": mlm_loss + sentence_loss, "mlm_loss": mlm_loss, "lr": lr, "grad_norm": grad_norm}
     if model.sentence_head is not None:
         record[f"{args.objective}_loss"] = sentence_loss

@@ -13,7 +13,7 @@ import safetensors.torch
 import torch
 
 from minialbert.__main__ import main
-from minialbert.checkpoint import read_metrics
+from minialbert.run_directory import read_metrics
 
 # ci-albert shrunk further: the tests time processes, not learning.
 SHRINK = ["--set", "embedding_size=16", "--set", "hidden_size=32", "--set", "num_layers=2",

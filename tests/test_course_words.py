@@ -32,7 +32,6 @@ import re
 import subprocess
 import sys
 import tokenize
-import warnings
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -70,14 +69,6 @@ LITERAL_PATHS = {
     ("tests/test_student.py", "/home/ada"): "a machine path in an output, which a student version refuses",
     ("tests/test_course_words.py", ""): "this test's own examples of what it refuses",
 }
-# Occurrences in files this change may not edit (they are being rewritten elsewhere), by file and the words
-# found; remove an entry once its file is reworded. A new occurrence anywhere still fails.
-TEMPORARY = {
-    ("minialbert/kernels/flash_attention_v2.py", "issue 50"):
-        "the docstring's 'and why (issue 50: at ALBERT's N = 256-512 ...)': say 'and why (at ALBERT's ...)'",
-}
-
-
 KINDS = ((TARGET_SET, "a target set for a model"), (MACHINE, "the machine shared or paused"),
          (ABSOLUTE, "an absolute path"), (ISSUE, "an issue number"),
          (ORGANISED, "how the work was organised"))
@@ -219,16 +210,8 @@ def found_in(rel: str) -> list[tuple[str, str, str, str]]:
 
 @pytest.mark.parametrize("rel", FILES)
 def test_no_words_from_the_making_of_the_course_in_the_repository(rel):
-    found = [f"{where}: {what}: ...{context}..." for where, what, words, context in found_in(rel)
-             if (rel, " ".join(words.lower().split())) not in TEMPORARY]
+    found = [f"{where}: {what}: ...{context}..." for where, what, words, context in found_in(rel)]
     assert not found, "\n".join(found)
-
-
-def test_the_temporary_exemptions_are_still_needed():
-    """A warning, not a failure, once an exempted file is reworded: the entry is then only to be removed."""
-    for rel, words in TEMPORARY:
-        if not any(" ".join(w.lower().split()) == words for _, _, w, _ in found_in(rel)):
-            warnings.warn(f"{rel} no longer holds {words!r}: remove it from TEMPORARY", stacklevel=1)
 
 
 @pytest.mark.parametrize("text", [

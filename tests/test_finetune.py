@@ -14,7 +14,6 @@ from torch.testing import assert_close
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
 from minialbert.__main__ import main
-from minialbert.checkpoint import read_metrics
 from minialbert.corpus.course_data import course_tokenizer
 from minialbert.course.plots import plot_learning_curve
 from minialbert.evaluation import (
@@ -38,6 +37,7 @@ from minialbert.experiments.finetune import (
 from minialbert.experiments.labelled_task import Example, Task
 from minialbert.experiments.tasks import load_task
 from minialbert.model import AlbertForSequenceClassification
+from minialbert.run_directory import read_metrics
 from minialbert.scale import SCALES
 
 FAMILIES = {"albert": (transformers.AlbertForSequenceClassification, transformers.AlbertConfig, ALBERT_SMALL),

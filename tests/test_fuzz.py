@@ -23,6 +23,7 @@ from minialbert import download
 from minialbert.checkpoint import CHECKPOINT_FILES, MANIFEST, find_checkpoint, load_checkpoint
 from minialbert.config import ACTIVATIONS, SHARING, AlbertConfig
 from minialbert.costs import count_parameters
+from minialbert.inputs import check_batch
 from minialbert.model import IGNORE_INDEX, AlbertForPretraining, AlbertModel
 from minialbert.pretraining_data import PretrainingDataset
 from minialbert.tokenizer import Tokenizer
@@ -172,12 +173,11 @@ def expected_valid(batch: dict) -> bool:
 
 @fuzz(500)
 @given(batches())
-def test_input_batches_give_finite_agreeing_outputs_or_a_named_error(twins, batch):
+def test_checked_batches_give_finite_agreeing_outputs_or_a_named_error(twins, batch):
     math_model, sdpa_model = twins
     valid = expected_valid(batch)
     try:
-        with torch.no_grad():
-            out = math_model(**batch)
+        check_batch(math_model.config, **batch)
     except ValueError as e:
         event("refused")
         assert not valid, f"valid batch refused: {e}"
@@ -186,7 +186,7 @@ def test_input_batches_give_finite_agreeing_outputs_or_a_named_error(twins, batc
     event("accepted")
     assert valid, f"invalid batch accepted: {batch}"
     with torch.no_grad():
-        twin = sdpa_model(**batch)
+        out, twin = math_model(**batch), sdpa_model(**batch)
     for a, b in ((out.last_hidden_state, twin.last_hidden_state), (out.mlm_logits, twin.mlm_logits)):
         assert torch.isfinite(a).all()
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

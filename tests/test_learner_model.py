@@ -297,7 +297,7 @@ def test_the_learners_sentence_loss_is_called_with_a_sentence_task(workspace):
     model, report = learner_model(CFG, workspace, sentence_task="sop", wrap=counting(counts))
     batch = collate([chains()[i] for i in range(4)])
     out = model(**batch, sentence_labels=torch.tensor([0, 1, 0, 1]))
-    assert isinstance(out, PretrainingOutput) and out.sentence_loss_sum is not None
+    assert isinstance(out, PretrainingOutput) and out.sentence_loss is not None
     assert counts["sentence_loss"] == 1 and counts["mlm_head"] == 1
     out.loss.backward()
     assert model.embeddings.word_embeddings.weight.grad is not None

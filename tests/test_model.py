@@ -5,6 +5,7 @@ import torch
 
 import minialbert as ma
 from minialbert.config import AlbertConfig
+from minialbert.inputs import check_batch
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"     # the Triton backends: compiled on a GPU
 TINY = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_layers=4, num_heads=4,
@@ -183,7 +184,7 @@ def test_bert_shape_has_no_projection():
 def test_too_long_input_is_a_clear_error():
     cfg = tiny()
     with pytest.raises(ValueError, match="sequence length 41 exceeds max_position_embeddings 40"):
-        model(cfg)(torch.ones(1, 41, dtype=torch.long))
+        check_batch(cfg, torch.ones(1, 41, dtype=torch.long))
 
 
 def test_unknown_sentence_task():
@@ -241,15 +242,22 @@ def test_paper_counts_leave_the_pooler_out_of_not_shared_models_only():
             assert with_pooler, row
 
 
-def test_sums_behind_the_losses_are_what_a_trainer_needs():
+def test_the_losses_divide_by_the_counts_a_trainer_gives():
+    """Given the global batch's counts, the micro-batches' losses add up to the global batch's loss."""
     cfg = tiny()
     ids, types = batch(cfg)
     labels = torch.where(torch.rand(ids.shape, generator=torch.Generator().manual_seed(1)) < 0.3, ids, -100)
     order = torch.tensor([0, 1, 1])
-    out = model(cfg)(ids, types, mlm_labels=labels, sentence_labels=order)
-    predicted = int((labels != -100).sum())
-    torch.testing.assert_close(out.mlm_loss_sum, out.mlm_loss * predicted)
-    torch.testing.assert_close(out.sentence_loss_sum, out.sentence_loss * 3)
+    m = model(cfg).eval()
+    whole = m(ids, types, mlm_labels=labels, sentence_labels=order)
+    predicted = (labels != -100).sum()
+    parts = [m(ids[s], types[s], mlm_labels=labels[s], sentence_labels=order[s], predicted_tokens=predicted,
+               examples=3) for s in (slice(0, 1), slice(1, 3))]
+    torch.testing.assert_close(parts[0].loss + parts[1].loss, whole.loss)
+    torch.testing.assert_close(parts[0].mlm_loss + parts[1].mlm_loss, whole.mlm_loss)
+    torch.testing.assert_close(parts[0].sentence_loss + parts[1].sentence_loss, whole.sentence_loss)
+    assert not torch.allclose(parts[0].loss, m(ids[:1], types[:1], mlm_labels=labels[:1],
+                                               sentence_labels=order[:1]).loss)   # its own counts differ
 
 
 def test_nothing_to_predict_is_a_zero_loss_not_nan():
@@ -259,18 +267,19 @@ def test_nothing_to_predict_is_a_zero_loss_not_nan():
     assert out.mlm_loss.item() == 0.0 and out.mlm_logits.shape == (0, cfg.vocab_size)
 
 
-def test_check_false_skips_the_checks_that_read_values_back():
+def test_the_forward_reads_nothing_back_and_check_batch_names_bad_values():
     cfg = tiny()
     ids, types = batch(cfg)
     bad = ids.clone()
     bad[0, 0] = cfg.vocab_size + 5
     with pytest.raises(ValueError, match="input_ids holds"):
-        model(cfg)(bad, types)
+        check_batch(cfg, bad, types)
     bad_labels = torch.full_like(ids, -100)
     bad_labels[0, 1] = cfg.vocab_size
     with pytest.raises(ValueError, match="mlm_labels must be in"):
-        model(cfg)(ids, types, mlm_labels=bad_labels)
-    model(cfg)(ids, types, mlm_labels=torch.where(ids > 50, ids, -100), check=False)   # runs, nothing read
+        check_batch(cfg, ids, types, mlm_labels=bad_labels)
+    check_batch(cfg, ids, types, mlm_labels=torch.where(ids > 50, ids, -100))
+    model(cfg)(ids, types, mlm_labels=torch.where(ids > 50, ids, -100))
 
 
 def padded_batch(cfg):
@@ -292,7 +301,7 @@ def test_the_training_forward_compiles_without_graph_breaks(backend):
     net = model(cfg).train().to(DEVICE)
     ids, types, mask, labels = padded_batch(cfg)
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):   # as train.compiled sets it
-        explained = torch._dynamo.explain(net)(ids, types, mask, mlm_labels=labels, check=False,
+        explained = torch._dynamo.explain(net)(ids, types, mask, mlm_labels=labels,
                                                sentence_labels=torch.tensor([0, 1, 0, 1], device=DEVICE))
     assert explained.graph_break_count == 0, explained.break_reasons
     assert explained.graph_count == 1
@@ -311,7 +320,7 @@ def test_graphed_layers_with_the_triton_kernel_give_eager_loss_and_gradients_und
     ids, types, mask, labels = padded_batch(cfg)
 
     def loss_and_grads():
-        loss = net(ids, types, mask, mlm_labels=labels, check=False).mlm_loss_sum
+        loss = net(ids, types, mask, mlm_labels=labels).mlm_loss
         loss.backward()
         grads = {name: p.grad.clone() for name, p in net.named_parameters() if p.grad is not None}
         net.zero_grad()
@@ -335,9 +344,14 @@ def test_triton_with_attention_dropout_fails_when_configured():
 
 def test_triton_backends_are_chosen_when_the_model_is_built():
     pytest.importorskip("triton")
-    from minialbert.kernels import fused_attention
-
     attention = ma.AlbertModel(tiny(attention_backend="triton")).encoder.groups[0][0].attention
-    assert attention.fused_attention is fused_attention and attention.kernel_version == 1
+    assert attention.attention_fn.kernel_version == 1
     attention = ma.AlbertModel(tiny(attention_backend="triton-v2")).encoder.groups[0][0].attention
-    assert attention.kernel_version == 2
+    assert attention.attention_fn.kernel_version == 2
+
+
+def test_every_configurable_backend_has_an_attention_function():
+    from minialbert.config import ATTENTION_BACKENDS
+    from minialbert.model import ATTENTION
+
+    assert set(ATTENTION) == set(ATTENTION_BACKENDS)

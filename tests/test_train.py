@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from minialbert import AlbertConfig
-from minialbert.checkpoint import find_checkpoint, load_checkpoint, read_metrics
+from minialbert.checkpoint import find_checkpoint, load_checkpoint
 from minialbert.pretraining_data import collate
+from minialbert.run_directory import read_metrics
 from minialbert.train import StepBatches, TrainArgs, pretrain
 
 TINY = AlbertConfig.preset("ci-albert", vocab_size=50, embedding_size=16, hidden_size=32, num_layers=2,

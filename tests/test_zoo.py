@@ -13,9 +13,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minialbert.checkpoint import RunLockedError, find_checkpoint, read_metrics, run_lock
+from minialbert.checkpoint import find_checkpoint
 from minialbert.experiments import zoo, zoo_entries, zoo_ship
 from minialbert.model import AlbertForPretraining
+from minialbert.run_directory import RunLockedError, read_metrics, run_lock
 from minialbert.scale import SCALES
 
 SCALE = dataclasses.replace(SCALES["ci"], zoo_steps=4, pretrain_steps=2, warmup_steps=1, zoo_evals=2)
@@ -218,7 +219,7 @@ def test_a_second_build_of_an_entry_stops_naming_the_first():
             zoo.load("albert-nsp", SCALE, progress=False)
         assert (run_dir / ".lock").exists()
     code = ("import dataclasses, sys, time\n"
-            "from minialbert.experiments import zoo\nfrom minialbert.checkpoint import run_lock\n"
+            "from minialbert.experiments import zoo\nfrom minialbert.run_directory import run_lock\n"
             "from minialbert.scale import SCALES\n"
             "s = dataclasses.replace(SCALES['ci'], zoo_steps=4, pretrain_steps=2, warmup_steps=1,\n"
             "                        zoo_evals=2)\n"
@@ -280,7 +281,7 @@ def test_a_second_process_never_disturbs_a_build_in_progress(done, tmp_path):
         else:
             shutil.rmtree(run_dir / "checkpoints")
         before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != ".lock"}
-        code = ("import sys, time\nfrom pathlib import Path\nfrom minialbert.checkpoint import run_lock\n"
+        code = ("import sys, time\nfrom pathlib import Path\nfrom minialbert.run_directory import run_lock\n"
                 "with run_lock(Path(sys.argv[1])):\n    print('locked', flush=True); time.sleep(60)\n")
         first = subprocess.Popen([sys.executable, "-c", code, str(run_dir)], stdout=subprocess.PIPE,
                                  text=True)

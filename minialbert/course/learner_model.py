@@ -38,7 +38,6 @@ from ..model import (
     MaskedLMHead,
     PretrainingOutput,
     TransformerLayer,
-    check_inputs,
     init_weights,
 )
 from ..pretraining_data import collate, unmasked_ids
@@ -234,10 +233,9 @@ class LearnerAlbert(nn.Module):
         self.apply(lambda m: init_weights(m, cfg.initializer_range))
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_labels=None,
-                sentence_labels=None, output_hidden_states=False, check: bool = True) -> PretrainingOutput:
+                sentence_labels=None, output_hidden_states=False, predicted_tokens=None,
+                examples=None) -> PretrainingOutput:
         """As AlbertForPretraining.forward (hidden_states are not kept: None)."""
-        if check:
-            check_inputs(self.config, input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         if attention_mask is None:
@@ -246,28 +244,27 @@ class LearnerAlbert(nn.Module):
         attend = (attention_mask.bool() | empty)[:, None, None, :]          # (B, 1, 1, N)
         x = self.encoder(self.embeddings(input_ids, token_type_ids), attend)   # (B, N, H)
         pooled = torch.tanh(self.pooler(x[:, 0]))                            # (B, H)
-        mlm_loss = mlm_sum = sentence_loss = sentence_sum = sentence_logits = None
+        mlm_loss = sentence_loss = sentence_logits = None
         if mlm_labels is not None:
             predicted = (mlm_labels != IGNORE_INDEX).nonzero(as_tuple=True)  # 2 x (M,)
             mlm_logits = self.mlm_head(x[predicted])                         # (M, V)
             targets, count = mlm_labels[predicted], predicted[0].numel()
-            if self.mlm_loss is not None and count:
-                mlm_loss = self.mlm_loss(mlm_logits.float(), targets)
-                mlm_sum = mlm_loss * count
+            predicted_tokens = max(count, 1) if predicted_tokens is None else predicted_tokens
+            if self.mlm_loss is not None and count:      # the learner's piece gives this batch's mean
+                mlm_loss = self.mlm_loss(mlm_logits.float(), targets) * count / predicted_tokens
             else:
-                mlm_sum = F.cross_entropy(mlm_logits.float(), targets, reduction="sum")
-                mlm_loss = mlm_sum / max(count, 1)
+                mlm_loss = F.cross_entropy(mlm_logits.float(), targets, reduction="sum") / predicted_tokens
         else:
             mlm_logits = self.mlm_head(x)                                   # (B, N, V)
         if self.sentence_head is not None:
             sentence_logits = self.sentence_head(pooled)                     # (B, 2)
-            if sentence_labels is not None:
+            if sentence_labels is not None:                # the learner's piece gives this batch's mean
                 sentence_loss = self.sentence_loss(pooled, sentence_labels, self.sentence_head)
-                sentence_sum = sentence_loss * sentence_labels.shape[0]
+                if examples is not None:
+                    sentence_loss = sentence_loss * sentence_labels.shape[0] / examples
         losses = [t for t in (mlm_loss, sentence_loss) if t is not None]
         loss = sum(losses) if losses else None
-        return PretrainingOutput(loss, mlm_logits, sentence_logits, pooled, x, None, mlm_loss, sentence_loss,
-                                 mlm_sum, sentence_sum)
+        return PretrainingOutput(loss, mlm_logits, sentence_logits, pooled, x, None, mlm_loss, sentence_loss)
 
 
 def learner_model(cfg: AlbertConfig, workspace: Path | None = None, sentence_task: str | None = "sop",

@@ -21,20 +21,14 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ..checkpoint import (
-    NonFiniteError,
-    find_checkpoint,
-    load_checkpoint,
-    record_metrics,
-    run_lock,
-    save_checkpoint,
-    start_run_files,
-)
+from ..checkpoint import NonFiniteError, find_checkpoint, load_checkpoint, save_checkpoint
 from ..config import AlbertConfig
 from ..device import choose_device, choose_precision
 from ..evaluation import task_metrics
+from ..inputs import check_batch
 from ..model import AlbertForPretraining, AlbertForSequenceClassification
 from ..optim import make_optimizer, warmup_linear_decay
+from ..run_directory import record_metrics, run_lock, start_run_files
 from ..tokenizer import PAD_ID
 from ..train import StepBatches, optimizer_step
 from .labelled_task import Example, Task
@@ -172,6 +166,9 @@ def _finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, arg
     dev = encode_examples(_dev_sample(task.dev, args.dev_examples), tokenizer, max_len)
     if not train or not dev:
         raise ValueError(f"task {task.name} needs training and dev examples; got {len(train)} and {len(dev)}")
+    for encoded in (train, dev):                  # once, here: the model's forward checks nothing
+        whole = collate_classification(encoded)
+        check_batch(model.config, whole["input_ids"], whole["token_type_ids"], whole["attention_mask"])
 
     torch.manual_seed(args.seed)
     model.to(device).train()

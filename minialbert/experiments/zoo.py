@@ -33,21 +33,14 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ..checkpoint import (
-    load_checkpoint,
-    newest_verified_checkpoint,
-    read_json,
-    read_metrics,
-    recover_run,
-    run_lock,
-    step_checkpoints,
-)
+from ..checkpoint import load_checkpoint, newest_verified_checkpoint, read_json, recover_run, step_checkpoints
 from ..config import AlbertConfig
 from ..corpus.course_data import course_pretraining_data, pretraining_data_key
 from ..download import cache_dir, sha256_of, write_json
 from ..evaluation import MLMBaselines, evaluate_pretraining
 from ..model import AlbertForPretraining
 from ..pretraining_dataset import PretrainingDataset
+from ..run_directory import read_metrics, run_lock
 from ..scale import Scale
 from ..train import TrainArgs, pretrain
 from .zoo_entries import ENTRIES, Entry

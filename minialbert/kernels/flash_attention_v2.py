@@ -1,6 +1,6 @@
 """Fused attention, version 2: version 1's maths with less host time per call and a 5-product backward.
 
-What changed from flash_attention (version 1), and why (issue 50: at ALBERT's N = 256-512 most of a v1
+What changed from flash_attention (version 1), and why (at ALBERT's N = 256-512 most of a v1
 call was time on the host, and its backward multiplied 7 tiles per tile pair where FlashAttention-2 does 5):
 - Backward in one pass. One program per key tile streams the query tiles past it and, for each pair,
   recomputes P (Q K^T), builds dV (P^T dO), dP (dO V^T), dK (dS^T Q) and dQ's share (dS K): 5 products.
