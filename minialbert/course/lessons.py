@@ -80,6 +80,7 @@ class LessonSizes:
     order_control: OrderControlSizes = order_control.COURSE_SIZES      # lesson 08's positive control
     speed: Speed = Speed()
     attention: Attention = Attention()
+    paired_examples: int = 20_000           # lesson 09: held-out examples every variant reads (paired verdicts)
     fill_mask_sentences: int = 500          # lesson 11: held-out sentences with one word masked, scored
     narrow_by: int = 1                      # lesson 12: widths divided by this for the speed table
     read_results: bool = True               # lesson 08 reads the committed ablation JSON when present
@@ -99,7 +100,7 @@ LESSON_SIZES = {
         long_text=long_text_ablation.CI_SIZES, order_control=order_control.CI_SIZES,
         speed=Speed(("ci-albert", "ci-bert"), repeats=2),
         attention=Attention(seq_lens=(64, 128, 256, 512), kernel_check_len=70),
-        narrow_by=8, read_results=False),
+        paired_examples=64, narrow_by=8, read_results=False),
     "course": LessonSizes(),
     "gpu": LessonSizes(),
 }
@@ -124,7 +125,7 @@ def dry_run_sizes(sizes: LessonSizes) -> LessonSizes:
         order_control=replace(order_control.CI_SIZES, name="dry", heldout_documents=16, steps=4,
                               overfit_steps=4, probe_examples=16, choice_steps=2, choice_batch=2),
         speed=replace(sizes.speed, repeats=1), attention=Attention(seq_lens=(64, 128), kernel_check_len=70),
-        fill_mask_sentences=8, narrow_by=8, read_results=False)
+        paired_examples=16, fill_mask_sentences=8, narrow_by=8, read_results=False)
 
 
 def lesson_sizes(scale: Scale) -> LessonSizes:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -39,12 +38,12 @@ from ..corpus.course_data import course_tokenizer
 from ..evaluation import MLMBaselines, evaluation_sample
 from ..masking import MaskingVocab
 from ..model import AlbertForPretraining
-from ..pretraining_data import collate, examples_from_token_documents
+from ..pretraining_data import examples_from_token_documents
 from ..scale import Scale
 from ..segments import OFFICIAL
-from ..tokenizer import MASK_ID
 from . import zoo
 from .ablation import joined, sampled
+from .mask_readings import mask_hits
 from .pair_readings import (
     CHOICES,
     ChoiceRecipe,
@@ -90,28 +89,6 @@ class LongTextSizes:
 CI_SIZES = LongTextSizes("ci", seeds=1, heldout_documents=12, mask_examples=64, probe_examples=48,
                          choice=ChoiceRecipe(steps=5, batch=4, max_seq_len=SEQ_LEN))
 COURSE_SIZES = LongTextSizes("course")
-
-
-@torch.no_grad()
-def mask_hits(model: AlbertForPretraining, dataset, indices: Sequence[int], batch_size: int = 64
-              ) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-    """The model's correctness at every [MASK] position of the examples at `indices` (row-major order):
-    (hits (M,) float, documents (M,), the batches' (input_ids, mlm_labels) for the baselines)."""
-    model.eval()
-    hits, docs, batches = [], [], []
-    for start in range(0, len(indices), batch_size):
-        at = indices[start:start + batch_size]
-        batch = collate([dataset[i] for i in at])
-        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                    mlm_labels=batch["mlm_labels"])
-        predicted = batch["mlm_labels"] != IGNORE_INDEX                                      # (B, N)
-        shown_mask = batch["input_ids"][predicted] == MASK_ID                                # (M_all,)
-        right = out.mlm_logits.argmax(-1) == batch["mlm_labels"][predicted]
-        hits.append(right[shown_mask].float())
-        per_example = (predicted & (batch["input_ids"] == MASK_ID)).sum(1)
-        docs.append(dataset.document_ids[at].long().repeat_interleave(per_example))
-        batches.append((batch["input_ids"], batch["mlm_labels"], shown_mask))
-    return torch.cat(hits), torch.cat(docs), batches
 
 
 def baseline_hits(baselines: MLMBaselines, batches: list) -> dict[str, torch.Tensor]:
