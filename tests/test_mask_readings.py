@@ -24,9 +24,10 @@ def heldout(n_examples=40, length=12, vocab=60, seed=0) -> PretrainingDataset:
     labels = torch.where(masked, ids, -100)
     shown = torch.where(masked, MASK_ID, ids)
     offsets = torch.arange(0, n_examples * length + 1, length)
-    return PretrainingDataset(shown.flatten().int(), torch.zeros(n_examples * length, dtype=torch.uint8),
-                              labels.flatten().int(), offsets, torch.zeros(n_examples, dtype=torch.long), "sop",
-                              length, torch.arange(n_examples) // 4)
+    types = torch.zeros(n_examples * length, dtype=torch.uint8)
+    return PretrainingDataset(shown.flatten().int(), types, labels.flatten().int(), offsets,
+                              torch.zeros(n_examples, dtype=torch.long), "sop", length,
+                              torch.arange(n_examples) // 4)
 
 
 def test_hits_are_the_evaluations_mask_accuracy_position_by_position():

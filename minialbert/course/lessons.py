@@ -80,7 +80,7 @@ class LessonSizes:
     order_control: OrderControlSizes = order_control.COURSE_SIZES      # lesson 08's positive control
     speed: Speed = Speed()
     attention: Attention = Attention()
-    paired_examples: int = 20_000           # lesson 09: held-out examples every variant reads (paired verdicts)
+    paired_examples: int = 20_000           # lesson 09: held-out examples read by every variant (paired)
     fill_mask_sentences: int = 500          # lesson 11: held-out sentences with one word masked, scored
     narrow_by: int = 1                      # lesson 12: widths divided by this for the speed table
     read_results: bool = True               # lesson 08 reads the committed ablation JSON when present
