@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import shutil
 import warnings
 from pathlib import Path
 
-from .checkpoint import TEMPORARY_CHECKPOINT, TEMPORARY_FILE
+from .checkpoint import TEMPORARY_CHECKPOINT, TEMPORARY_FILE, NonFiniteError
 from .config import AlbertConfig
 from .download import atomic_write, write_json
 
@@ -122,3 +123,50 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
         except json.JSONDecodeError as e:
             raise ValueError(f"metrics file {path} is damaged at line {number} ({e})") from None
     return records
+
+
+class RunDirectory:
+    """A run directory's life, held for the length of a run: its lock (taken on entry, released on exit),
+    its first files (written with the first record), its metrics (one line a record, every record checked
+    finite first) and when a checkpoint is due. out_dir None keeps nothing on disk; writes=False (the
+    processes of a distributed run but the first) reads the directory without locking or writing it.
+
+        with RunDirectory(out_dir, cfg, args, callbacks) as run:
+            run.history = restored history          # a resumed run's records so far
+            run.record({"step": 1, "split": "train", ...})
+            if run.checkpoint_due(step): save_checkpoint(...)
+    """
+
+    def __init__(self, out_dir: Path | None, cfg: AlbertConfig, args, callbacks=(), writes: bool = True):
+        self.out_dir, self.cfg, self.args, self.callbacks = out_dir, cfg, args, callbacks
+        self.writes = writes and out_dir is not None
+        self.history: list[dict] = []
+        self._log = None
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> RunDirectory:
+        if self.writes:
+            self._stack.enter_context(run_lock(self.out_dir))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._log is not None:
+            self._log.close()
+        self._stack.close()
+
+    def record(self, record: dict) -> None:
+        """Check a metrics record, then keep it (the first one writes the run's first files)."""
+        bad = [k for k, v in record.items() if isinstance(v, float) and not math.isfinite(v)]
+        if bad:
+            values = ", ".join(f"{k} = {record[k]}" for k in bad)
+            raise NonFiniteError(f"step {record['step']}: non-finite {record['split']} {values}; the run "
+                                 f"stopped and nothing non-finite was saved (lower the learning rate or "
+                                 f"check the data)")
+        if self.writes and self._log is None:
+            self._log = start_run_files(self.out_dir, self.cfg, self.args, self.history)
+        record_metrics(record, self.history, self._log, self.callbacks)
+
+    def checkpoint_due(self, step: int) -> bool:
+        """At the last step, and every args.checkpoint_every steps, when the run keeps a directory."""
+        every = self.args.checkpoint_every
+        return self.out_dir is not None and (step == self.args.steps or bool(every and step % every == 0))

@@ -6,10 +6,10 @@ tokens (and examples), so 1 process x 4 micro-batches and 2 processes x 2 micro-
 same gradient. The data order is a function of (seed, epoch) and the step, so a resumed run reads
 exactly the examples the uninterrupted run would have read, without replaying the loader.
 
-The run directory (config, metrics.jsonl, checkpoints, lock) is checkpoint.py's; a resumed run
-restores the weights, optimizer, schedule and RNG exactly. Nothing is written into the run directory
-until the first step has succeeded, so a run that fails at its start leaves the directory as it found
-it. A non-finite loss or gradient stops the run before anything non-finite is logged or saved.
+The run directory (config, metrics.jsonl, lock) is run_directory.py's, its checkpoints checkpoint.py's;
+a resumed run restores the weights, optimizer, schedule and RNG exactly. Nothing is written into the run
+directory until the first step has succeeded, so a run that fails at its start leaves the directory as
+it found it. A non-finite loss or gradient stops the run before anything non-finite is logged or saved.
 
 A step does no work twice: the model divides its summed cross-entropies by the global batch's counts,
 which are counted once and stay on the device, so the loss it returns is the loss that is trained; the
@@ -36,7 +36,6 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .checkpoint import (
-    NonFiniteError,
     checkpoint_to_resume,
     load_optimizer_state,
     load_start_state,
@@ -52,7 +51,7 @@ from .evaluation import evaluate_pretraining, summary_record
 from .model import IGNORE_INDEX, AlbertForPretraining
 from .optim import OPTIMIZERS, make_optimizer, warmup_linear_decay
 from .pretraining_dataset import check_fits
-from .run_directory import record_metrics, run_lock, start_run_files
+from .run_directory import RunDirectory
 from .scale import Scale
 
 # Arguments that change the training trajectory: a resumed run must use the same values.
@@ -236,98 +235,78 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
         raise ValueError(f"compile must be False, True or one of {COMPILE_MODES}, got {compile!r}")
     if out_dir is not None and not str(out_dir).strip():
         raise ValueError("out_dir is empty; name a run directory (or pass None to keep nothing)")
+    t0 = time.perf_counter()
     out_dir = Path(out_dir) if out_dir is not None else None
     rank, world, device = distributed_context(device)
-    writes_run = out_dir is not None and rank == 0          # only rank 0 writes the directory
-    with (run_lock(out_dir) if writes_run else contextlib.nullcontext(),
-          compile_cache() if compile else contextlib.nullcontext()):    # torch.compile's files: the cache's
-        return _pretrain(cfg, args, train_data, valid_data, out_dir=out_dir, resume=resume,
-                         resume_from=resume_from, callbacks=callbacks, collate_fn=collate_fn,
-                         progress=progress, compile=compile, rank=rank, world=world, device=device,
-                         start_state=start_state)
+    run = RunDirectory(out_dir, cfg, args, callbacks, writes=rank == 0)   # rank 0 locks and writes it
+    with run, compile_cache() if compile else contextlib.nullcontext():   # torch.compile's files: the cache's
+        ckpt = checkpoint_to_resume(out_dir, resume, resume_from)
+        check_fits(train_data, cfg)                  # once, here: the steps skip the model's input checks
+        if valid_data is not None:
+            check_fits(valid_data, cfg, "the held-out data")
+        torch.manual_seed(args.seed)
+        model = AlbertForPretraining(cfg, sentence_task=OBJECTIVES[args.objective]).to(device)
+        optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
+        scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
+        step = 0
+        if ckpt is None and start_state is not None:
+            load_start_state(model, start_state)
+        if ckpt is not None:
+            step, run.history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler,
+                                         device, out_dir)
+        net = training_net(model, world, device, compile)
+        precision = choose_precision(device)
+        scaler = precision.grad_scaler()             # float16 only; a pass-through otherwise
+        sampler = StepBatches.for_run(len(train_data), args, step, rank, world)
+        # Own generators: a DataLoader otherwise draws its base seed from the global RNG, which would
+        # shift dropout masks between a straight run and a resumed one.
+        batches = iter(torch.utils.data.DataLoader(train_data, batch_sampler=sampler,
+                                                   collate_fn=collate_fn or default_collate(),
+                                                   generator=torch.Generator()))
+        clock = RunClock(t0, next((r["seconds"] for r in reversed(run.history) if "seconds" in r), 0.0))
+        bar = tqdm(total=args.steps, initial=step, disable=not (progress and rank == 0), desc="pretrain")
+        model.train()
+        with bar:
+            while step < args.steps:
+                micro = [{k: v.to(device) for k, v in next(batches).items()} for _ in range(args.grad_accum)]
+                record = train_step(net, model, micro, optimizer, scheduler, args, world, precision, scaler)
+                step += 1
+                run.record({"step": step, "split": "train", **record, "seconds": clock.training()})
+                bar.update(1)
+                bar.set_postfix(loss=f"{record['loss']:.3f}")
+                if valid_data is not None and rank == 0 and (
+                        step == args.steps or (args.eval_every and step % args.eval_every == 0)):
+                    with clock.evaluating() as at:
+                        valid = evaluate_pretraining(model, valid_data, max_examples=args.eval_examples,
+                                                     batch_size=2 * sampler.micro)
+                    run.record({"step": step, "split": "valid", **summary_record(valid), "seconds": at})
+                if run.checkpoint_due(step):
+                    if rank == 0:
+                        state = {"step": step, "epoch": step // sampler.steps_per_epoch,
+                                 "step_in_epoch": step % sampler.steps_per_epoch,
+                                 "dataset_size": len(train_data), "world_size": world,
+                                 "args": dataclasses.asdict(args), "metrics": run.history}
+                        save_checkpoint(out_dir, model, optimizer, scheduler, state, args.keep_last)
+                    if world > 1:
+                        dist.barrier()
+    return PretrainResult(model, run.history, out_dir, time.perf_counter() - t0)
 
 
-def _pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data, *, out_dir: Path | None,
-              resume: bool, resume_from: str | Path | None, callbacks: Iterable[Callable[[dict], None]],
-              collate_fn: Callable | None, progress: bool, compile: bool | str, rank: int, world: int,
-              device: torch.device, start_state: Mapping | None) -> PretrainResult:
-    """pretrain's run, in this process (rank of world) on `device`, under the run's lock on rank 0."""
-    t0 = time.perf_counter()
-    collate_fn = collate_fn or default_collate()
-    precision = choose_precision(device)
-    main_process = rank == 0
-    ckpt = checkpoint_to_resume(out_dir, resume, resume_from)
-    check_fits(train_data, cfg)                      # once, here: the steps skip the model's input checks
-    if valid_data is not None:
-        check_fits(valid_data, cfg, "the held-out data")
+class RunClock:
+    """A run's training seconds, evaluations excluded, continued from where a resumed run stood."""
 
-    torch.manual_seed(args.seed)
-    model = AlbertForPretraining(cfg, sentence_task=OBJECTIVES[args.objective]).to(device)
-    optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
-    scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
-    step, history = 0, []
-    if ckpt is None and start_state is not None:
-        load_start_state(model, start_state)
-    if ckpt is not None:
-        step, history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler, device,
-                                 out_dir)
-    log_file = None                              # opened by the first record: nothing is written before
-    net = training_net(model, world, device, compile)
-    scaler = precision.grad_scaler()             # float16 only; a pass-through otherwise
-    sampler = StepBatches.for_run(len(train_data), args, step, rank, world)
-    # Own generators: a DataLoader otherwise draws its base seed from the global RNG, which would
-    # shift dropout masks between a straight run and a resumed one.
-    loader = torch.utils.data.DataLoader(train_data, batch_sampler=sampler, collate_fn=collate_fn,
-                                         generator=torch.Generator())
+    def __init__(self, t0: float, seconds_before: float = 0.0):
+        self.t0, self.before, self.evaluation = t0, seconds_before, 0.0
 
-    def emit(record: dict) -> None:
-        nonlocal log_file
-        bad = [k for k, v in record.items() if isinstance(v, float) and not math.isfinite(v)]
-        if bad:
-            values = ", ".join(f"{k} = {record[k]}" for k in bad)
-            raise NonFiniteError(f"step {record['step']}: non-finite {record['split']} {values}; the run "
-                                 f"stopped and nothing non-finite was saved (lower the learning rate or "
-                                 f"check the data)")
-        if main_process and out_dir is not None and log_file is None:
-            log_file = start_run_files(out_dir, cfg, args, history)
-        record_metrics(record, history, log_file, callbacks)
+    def training(self) -> float:
+        return round(self.before + time.perf_counter() - self.t0 - self.evaluation, 3)
 
-    seconds_before = next((r["seconds"] for r in reversed(history) if "seconds" in r), 0.0)
-    eval_seconds = 0.0
-    bar = tqdm(total=args.steps, initial=step, disable=not (progress and main_process), desc="pretrain")
-    batches = iter(loader)
-    model.train()
-    try:
-        while step < args.steps:
-            micro = [{k: v.to(device) for k, v in next(batches).items()} for _ in range(args.grad_accum)]
-            train_record = train_step(net, model, micro, optimizer, scheduler, args, world, precision, scaler)
-            step += 1
-            emit({"step": step, "split": "train", **train_record,     # training time, evaluations excluded
-                  "seconds": round(seconds_before + time.perf_counter() - t0 - eval_seconds, 3)})
-            bar.update(1)
-            bar.set_postfix(loss=f"{train_record['loss']:.3f}")
-            if valid_data is not None and main_process and (
-                    step == args.steps or (args.eval_every and step % args.eval_every == 0)):
-                eval_start = time.perf_counter()
-                valid = evaluate_pretraining(model, valid_data, max_examples=args.eval_examples,
-                                             batch_size=2 * sampler.micro)
-                emit({"step": step, "split": "valid", **summary_record(valid),
-                      "seconds": round(seconds_before + eval_start - t0 - eval_seconds, 3)})
-                eval_seconds += time.perf_counter() - eval_start
-            if out_dir is not None and (step == args.steps
-                                        or (args.checkpoint_every and step % args.checkpoint_every == 0)):
-                if main_process:
-                    state = {"step": step, "epoch": step // sampler.steps_per_epoch,
-                             "step_in_epoch": step % sampler.steps_per_epoch, "dataset_size": len(train_data),
-                             "world_size": world, "args": dataclasses.asdict(args), "metrics": history}
-                    save_checkpoint(out_dir, model, optimizer, scheduler, state, args.keep_last)
-                if world > 1:
-                    dist.barrier()
-    finally:
-        bar.close()
-        if log_file is not None:
-            log_file.close()
-    return PretrainResult(model, history, out_dir, time.perf_counter() - t0)
+    @contextlib.contextmanager
+    def evaluating(self):
+        """Time spent inside is not training time; yields the training seconds when it began."""
+        start = time.perf_counter()
+        yield round(self.before + start - self.t0 - self.evaluation, 3)
+        self.evaluation += time.perf_counter() - start
 
 
 def train_step(net: nn.Module, model: AlbertForPretraining, micro: list[dict], optimizer, scheduler,

@@ -10,7 +10,6 @@ and early stopping.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
@@ -28,7 +27,7 @@ from ..evaluation import task_metrics
 from ..inputs import check_batch
 from ..model import AlbertForPretraining, AlbertForSequenceClassification
 from ..optim import make_optimizer, warmup_linear_decay
-from ..run_directory import record_metrics, run_lock, start_run_files
+from ..run_directory import RunDirectory
 from ..tokenizer import PAD_ID
 from ..train import StepBatches, optimizer_step
 from .labelled_task import Example, Task
@@ -148,15 +147,15 @@ def finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, args
     out_dir = Path(out_dir) if out_dir is not None else None
     if out_dir is not None and find_checkpoint(out_dir) is not None:
         raise FileExistsError(f"{out_dir} already holds a run; choose another output directory")
-    with run_lock(out_dir) if out_dir is not None else contextlib.nullcontext():
-        return _finetune(model, task, tokenizer, args, train_examples=train_examples, out_dir=out_dir,
-                         progress=progress, callbacks=callbacks, device=device)
+    with RunDirectory(out_dir, model.config, args, callbacks) as run:
+        return _finetune(model, task, tokenizer, args, train_examples=train_examples, run=run,
+                         progress=progress, device=device)
 
 
 def _finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, args: FinetuneArgs, *,
-              train_examples: Sequence[Example] | None, out_dir: Path | None, progress: bool,
-              callbacks: Iterable[Callable[[dict], None]], device: str | None) -> FinetuneResult:
-    """finetune's run, under the run's lock when it has a directory."""
+              train_examples: Sequence[Example] | None, run: RunDirectory, progress: bool,
+              device: str | None) -> FinetuneResult:
+    """finetune's run, in its run directory (locked when it has one)."""
     t0 = time.perf_counter()
     device = choose_device(device)
     precision = choose_precision(device)
@@ -180,14 +179,8 @@ def _finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, arg
     order = StepBatches(len(train), min(args.batch_size, len(train)), args.steps, args.seed)
     loader = torch.utils.data.DataLoader(train, batch_sampler=order,
                                          collate_fn=collate_classification, generator=torch.Generator())
-    history, log_file = [], None
+    history, out_dir = run.history, run.out_dir
     best, best_step, best_state, waited, stopped_early = -math.inf, 0, None, 0, False
-
-    def emit(record: dict) -> None:
-        nonlocal log_file
-        if out_dir is not None and log_file is None:
-            log_file = start_run_files(out_dir, model.config, args, history)
-        record_metrics(record, history, log_file, callbacks)
 
     bar = tqdm(total=args.steps, disable=not progress, desc=f"finetune {task.name}")
     try:
@@ -199,14 +192,14 @@ def _finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, arg
                 raise NonFiniteError(f"step {step}: the loss is {loss.item()}; lower the learning rate")
             scaler.scale(loss).backward()
             grad_norm, lr = optimizer_step(model, optimizer, scheduler, scaler, args.clip_norm)
-            emit({"step": step, "split": "train", "loss": loss.item(), "lr": lr,
-                  "grad_norm": float(grad_norm)})
+            run.record({"step": step, "split": "train", "loss": loss.item(), "lr": lr,
+                        "grad_norm": float(grad_norm)})
             bar.update(1)
             bar.set_postfix(loss=f"{loss.item():.3f}")
             if step % args.eval_every and step != args.steps:
                 continue
             metrics = evaluate_classifier(model, dev)
-            emit({"step": step, "split": "dev", **metrics})
+            run.record({"step": step, "split": "dev", **metrics})
             if metrics[task.metric] > best:
                 best, best_step, waited = metrics[task.metric], step, 0
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -222,8 +215,6 @@ def _finetune(model: AlbertForSequenceClassification, task: Task, tokenizer, arg
                     break
     finally:
         bar.close()
-        if log_file is not None:
-            log_file.close()
     model.load_state_dict(best_state)
     model.eval()
     dev_metrics = next(r for r in history if r["split"] == "dev" and r["step"] == best_step)
