@@ -1,9 +1,13 @@
-"""The learner writes the model and its training: at least 30 checked pieces in the lessons, every lesson
-from 02 to 10 has one, every piece REQUIRED lists is checked in its lesson, and every piece fails its check
-when a mistake is planted in it (one wrong version of each below, run through `check` like a learner's).
+"""The learner writes the model and its training: at least 40 checked pieces in the lessons, two or more in
+every lesson from 02 to 10 and one or more in 11 (our weights under transformers' names, checked by loading)
+and 12 (per-layer gradient norms of a shared and an unshared model), at least half of them five lines of
+solution or more, every piece REQUIRED lists checked in its lesson, and every piece fails its check when a
+mistake is planted in it (one wrong version of each below, run through `check` like a learner's).
 
 A piece counts when a lesson's code calls `check("name", ...)` on it and minialbert.course.pieces knows
-the name.
+the name. Its solution is the code between the solution markers of the code cell just before that check
+(one block per piece where the check cell checks as many pieces as that cell has blocks); a line of
+solution is a line with code on it, not a blank line or a comment.
 """
 
 import functools
@@ -12,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_hints import solution_blocks
 from test_pieces import AppliedOnce, MyClassifier, MyFactorizedEmbedding, NoNorm, PreLN, training_step
 from test_pieces_04_05 import place_spans
 from test_pieces_04_05 import training_loop as right_training_loop
@@ -24,12 +29,16 @@ from minialbert.course.pieces import PIECES, check
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHECK_CALL = re.compile(r'(?<![\w.])check\(\s*"(?P<name>\w+)"')
 BUILD_LESSONS = [f"{n:02d}" for n in range(2, 11)]
-MINIMUM = 30
+MINIMUM = 40
+AT_LEAST = {**{lesson: 2 for lesson in BUILD_LESSONS}, "11": 1, "12": 1}     # pieces per lesson
+SUBSTANTIAL = 5                      # lines of solution; at least half of all pieces have this many or more
 
 # The pieces each lesson must check: the model's parts and, with them, the masked-LM loss; n-gram
 # span placement: the budget, the p(n) draw, the placement with its whole-word extension, the 80/10/10
 # corruption; the full LAMB update and its exclusions; the training loop around the step; a cross-evaluation
-# in 08; Table 2's parameter count in 09; the online softmax in Triton in 10.
+# in 08; Table 2's parameter count in 09; the online softmax in Triton in 10; then a second and third piece
+# in 06 to 09, our weights mapped to transformers' names and back in 11, each checked by loading, and in 12
+# each application's gradient norm in a shared and an unshared model, and the shares of a masked batch.
 REQUIRED = {
     "02": ["factorized_embedding", "embedding_parameters"],
     "03": ["split_heads", "merge_heads", "attention", "layer", "shared_encoder", "mlm_head", "sentence_loss"],
@@ -37,11 +46,13 @@ REQUIRED = {
            "ngram_draw", "span_placement"],
     "05": ["trust_ratio", "training_step", "mask_accuracy", "unigram_accuracy", "mlm_loss", "lamb_update",
            "decay_exclusion", "lr_factor", "training_loop"],
-    "06": ["layer_transition"],
-    "07": ["classifier"],
-    "08": ["cross_evaluation"],
-    "09": ["table2_parameters"],
+    "06": ["layer_transition", "transitions_per_sequence", "curve_oscillation"],
+    "07": ["classifier", "pair_layout", "wilson_interval"],
+    "08": ["cross_evaluation", "length_rule", "arm_interval"],
+    "09": ["table2_parameters", "model_flops", "beats_rule"],
     "10": ["online_softmax", "online_softmax_triton"],
+    "11": ["to_transformers", "from_transformers"],
+    "12": ["layer_gradient_norms", "masking_shares"],
 }
 
 
@@ -55,16 +66,49 @@ def checked_in_lessons() -> dict[str, list[str]]:
     return found
 
 
+def code_lines(solution: str) -> int:
+    """A solution's lines with code on them (not blank, not a comment)."""
+    return sum(1 for line in solution.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
+def solution_lines() -> dict[str, int]:
+    """{piece: its lines of solution}: the solution blocks of the code cell before each check cell, one
+    block per piece where the check cell checks as many pieces as the cell has blocks, all of them for the
+    one piece it checks otherwise."""
+    lines = {}
+    for path in lessons(NOTEBOOKS):
+        code = [c.source for c in read_notebook(path).cells if c.cell_type == "code"]
+        for before, cell in zip(code, code[1:]):
+            if not (names := [m["name"] for m in CHECK_CALL.finditer(cell)]):
+                continue
+            blocks = [code_lines(body) for _, body in solution_blocks(before)[0]]
+            assert blocks and (len(names) == 1 or len(names) == len(blocks)), \
+                f"{path.name}: the cell before check({', '.join(names)}) has {len(blocks)} solution blocks"
+            for name, n in zip(names, blocks) if len(names) == len(blocks) else [(names[0], sum(blocks))]:
+                lines[name] = n
+    return lines
+
+
 CHECKED = checked_in_lessons()
 
 
-def test_at_least_30_pieces_are_checked_in_the_lessons():
+def test_at_least_40_pieces_are_checked_in_the_lessons():
     names = {name for pieces in CHECKED.values() for name in pieces}
     assert len(names) >= MINIMUM, f"{len(names)} pieces checked in the lessons: {sorted(names)}"
 
 
-def test_every_lesson_from_02_to_10_has_a_piece():
-    assert not [n for n in BUILD_LESSONS if not CHECKED.get(n)], CHECKED
+def test_every_lesson_from_02_to_10_has_two_pieces_and_11_and_12_one():
+    short = {lesson: CHECKED.get(lesson, []) for lesson, n in AT_LEAST.items()
+             if len(CHECKED.get(lesson, [])) < n}
+    assert not short, f"lessons with fewer pieces than they need ({AT_LEAST}): {short}"
+
+
+def test_at_least_half_of_the_pieces_have_five_lines_of_solution_or_more():
+    lines = solution_lines()
+    assert set(lines) == {name for names in CHECKED.values() for name in names}, "a check with no solution"
+    long = sorted(name for name, n in lines.items() if n >= SUBSTANTIAL)
+    assert 2 * len(long) >= len(lines), (f"{len(long)} of {len(lines)} pieces have {SUBSTANTIAL} lines of "
+                                         f"solution or more: {long}")
 
 
 def test_every_checked_name_is_a_piece_and_every_piece_is_checked_once():
@@ -120,6 +164,8 @@ PLANTED = {
     "lr_factor": lambda step, warmup, total: max(0.0, (total - step) / total),          # no warmup
     "training_loop": functools.partial(right_training_loop, schedule=False),            # constant rate
     "online_softmax_triton": no_rescaling,
+    "to_transformers": PIECES["to_transformers"].mistakes[0][1],                # key and query swapped
+    "from_transformers": PIECES["from_transformers"].mistakes[0][1],            # fused k, q, v
 }
 
 

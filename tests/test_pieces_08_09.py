@@ -6,7 +6,7 @@ import torch
 
 from minialbert.config import AlbertConfig
 from minialbert.costs import count_parameters
-from minialbert.course.pieces import PIECES, check, lessons_06_10
+from minialbert.course.pieces import PIECES, check, lessons_08_09
 
 
 def cross_evaluation(head, pooled, labels):
@@ -68,7 +68,7 @@ def test_a_count_without_the_pooler_is_caught(capsys):
 def test_the_checks_cover_what_the_mistakes_need():
     """The random configs include a shared stack (or sharing is never tested) and a factorized one."""
     g = torch.Generator().manual_seed(0)
-    configs = [lessons_06_10._table2_configs(g, trial)[0] for trial in range(3)]
+    configs = [lessons_08_09._table2_configs(g, trial)[0] for trial in range(3)]
     assert {c.sharing for c in configs} >= {"none", "all"} and any(c.embedding_size < c.hidden_size
                                                                    for c in configs)
     assert count_parameters(AlbertConfig.preset("albert-base")) == table2_parameters(

@@ -31,11 +31,12 @@ import torch
 
 from ..grade_log import log_result
 from ..selfcheck import UNPRINTABLE, message_line
-from . import lesson_04, lesson_05, lessons_02_03, lessons_06_10
+from . import lesson_04, lesson_05, lesson_10, lessons_02_03, lessons_06_07, lessons_08_09, lessons_11_12
 from .checking import TRIALS, Piece, failure, judge_alone
 from .workspace import forget, keep, shown
 
-PIECES: dict[str, Piece] = {p.name: p for group in (lessons_02_03, lesson_04, lesson_05, lessons_06_10)
+PIECES: dict[str, Piece] = {p.name: p for group in (lessons_02_03, lesson_04, lesson_05, lessons_06_07,
+                                                    lessons_08_09, lesson_10, lessons_11_12)
                             for p in group.PIECES}
 
 
