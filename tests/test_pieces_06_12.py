@@ -10,6 +10,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from test_pieces_08_09 import said
 
 import minialbert as ma
 from minialbert.config import CLS_ID, IGNORE_INDEX, MASK_ID, SEP_ID
@@ -162,13 +163,6 @@ RIGHT = {"transitions_per_sequence": my_sequence_transitions, "curve_oscillation
          "arm_interval": arm_interval, "model_flops": model_flops, "beats_rule": beats,
          "to_transformers": to_transformers, "from_transformers": from_transformers,
          "layer_gradient_norms": layer_gradient_norms, "masking_shares": masking_shares}
-
-
-def said(capsys, name, piece):
-    ok = check(name, piece)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, f"not one line: {out!r}"
-    return ok, out
 
 
 @pytest.mark.parametrize("name", sorted(RIGHT))
