@@ -47,9 +47,9 @@ def result(sop_swap: float = 0.70, mask=(0.12, 0.13, 0.14)) -> dict:
         "nsp-1": model(nsp_mask, 0.31, {"nsp": 0.80, "sop": 0.70, "sop_swap": 0.50}),
         "sop-0": model(sop_mask, 0.40, {"nsp": 0.66, "sop": 0.80, "sop_swap": sop_swap}, probe_swap=0.65),
         "sop-1": model(sop_mask, 0.40, {"nsp": 0.66, "sop": 0.80, "sop_swap": sop_swap}, probe_swap=0.65),
-        "trunk-entry": model(0.11, 0.29), "random init": model(0.0, 0.25),
+        "trunk": model(0.11, 0.29), "random init": model(0.0, 0.25),
     }
-    entries = {"trunk": "trunk-entry"}
+    entries = {"trunk": "albert-trunk"}
     entries |= {f"{a} seed {s}": f"{a}-{s}" for a in ("mlm", "nsp", "sop") for s in (0, 1)}
     arms = {a: pooled(models[f"{a}-0"], models[f"{a}-1"]) for a in ("mlm", "nsp", "sop")}
     paired = {"mask": {"nsp-mlm": difference(nsp_mask - mlm_mask),

@@ -75,7 +75,7 @@ def arms_by_tasks(result: dict) -> str:
         label = f"{name} ({seeds} seed{'s' * (seeds != 1)})"
         lines.append(f"{label:14s}" + "".join(f"{cell(arm_readings.get(k)):>{width}s}" for k, _ in COLUMNS))
     for name in ("trunk", "random init"):
-        measured = result["models"][result["entries"].get(name, name)]
+        measured = result["models"][name]
         lines.append(f"{name:14s}" + "".join(f"{cell(reading(measured, k)):>{width}s}" for k, _ in COLUMNS))
     shares = result["data"]["heldout_label_shares"]
     majority = {f"{kind}/{task}": max(share) for kind in ("head", "probe") for task, share in shares.items()}
