@@ -24,8 +24,8 @@ FIRST_TARGET_S, CACHED_TARGET_S = 60.0, 2.0
 def child(objective: str) -> None:
     """Build (or load) the set in this process; print what it took as JSON."""
     t0 = time.perf_counter()
-    from minialbert.corpus.course_data import course_pretraining_data  # imports torch: timed apart
-    from minialbert.scale import current_scale
+    from minialbert.course.data import course_pretraining_data  # imports torch: timed apart
+    from minialbert.course.scale import current_scale
     t1 = time.perf_counter()
     dataset = course_pretraining_data(objective, "train", current_scale())
     t2 = time.perf_counter()

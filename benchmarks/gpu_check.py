@@ -42,9 +42,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from attention import gpu_problem  # noqa: E402  (benchmarks/attention.py: the refusal make gpu-check starts with)
 
-from minialbert.cli import directory, parse_override  # noqa: E402
+from minialbert.course.cli import directory, parse_override  # noqa: E402
+from minialbert.course.scale import DRY_RUN_SUFFIX, SCALES, Scale, current_scale, train_args_of  # noqa: E402
 from minialbert.download import write_json  # noqa: E402
-from minialbert.scale import DRY_RUN_SUFFIX, SCALES, Scale, current_scale  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ENTRY = "albert-sop"
@@ -181,10 +181,10 @@ def budgeted_schedule(scale: Scale, steps: int) -> dict:
 def calibrate(cfg, scale: Scale, train) -> float:
     """Median seconds per optimizer step of the scale's model and batch on this machine (CALIBRATION_STEPS
     of a throwaway model: the median of step-to-step times leaves out the first step's warm-up)."""
-    from minialbert.train import TrainArgs, pretrain
+    from minialbert.train import pretrain
 
     steps = min(CALIBRATION_STEPS, max(2, scale.pretrain_steps))       # a dry run's cap holds here too
-    args = TrainArgs.from_scale(scale, objective=OBJECTIVE, steps=steps, warmup=1, eval_every=0,
+    args = train_args_of(scale, objective=OBJECTIVE, steps=steps, warmup=1, eval_every=0,
                                 checkpoint_every=0)
     result = pretrain(cfg, args, train, None, progress=False)
     return step_seconds(result.history)["median"]
@@ -199,10 +199,15 @@ def smoothness(model, scale: Scale, device: torch.device, figure: Path, progress
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minialbert.corpus.course_data import course_pretraining_data
+    from minialbert.course.data import course_pretraining_data
+    from minialbert.course.experiments.analysis import (
+        DEFINITION,
+        heldout_batches,
+        interval_note,
+        layer_transitions,
+    )
     from minialbert.course.lessons import lesson_sizes
     from minialbert.course.plots import plot_layer_transitions, save_figure
-    from minialbert.experiments.analysis import DEFINITION, heldout_batches, interval_note, layer_transitions
 
     sizes = lesson_sizes(scale).smoothness                      # lesson 06's sample at this scale
     test_data = course_pretraining_data("mlm", "test", scale)
@@ -236,9 +241,9 @@ def train_budgeted(scale: Scale, minutes: float, progress: bool,
                    overrides: list[tuple[str, object]] = ()) -> tuple[torch.nn.Module, dict]:
     """Build the data, time the first steps, train for `minutes` (on the GPU where there is one, as
     train.pretrain chooses), evaluate beside the baselines; returns the model and the record."""
-    from minialbert.corpus.course_data import course_pretraining_data
+    from minialbert.course.data import course_pretraining_data
     from minialbert.evaluation import MLMBaselines, evaluate_pretraining, format_report
-    from minialbert.train import TrainArgs, pretrain
+    from minialbert.train import pretrain
 
     seconds = {}
     start = time.perf_counter()
@@ -254,7 +259,7 @@ def train_budgeted(scale: Scale, minutes: float, progress: bool,
     print(f"gpu-check: data in {seconds['data']:.0f} s; {1000 * calibrated:.1f} ms a step, so {steps} steps "
           f"(warmup {plan['warmup']}, peak lr {plan['lr']:g}, {plan['optimizer']}) in {minutes:g} min",
           file=sys.stderr, flush=True)
-    args = TrainArgs.from_scale(scale, objective=OBJECTIVE, steps=plan["steps"], warmup=plan["warmup"],
+    args = train_args_of(scale, objective=OBJECTIVE, steps=plan["steps"], warmup=plan["warmup"],
                                 eval_every=plan["eval_every"], checkpoint_every=0,
                                 eval_examples=scale.eval_examples or CURVE_EXAMPLES)
     start = time.perf_counter()

@@ -3,7 +3,7 @@ let a 12-layer post-LN ALBERT leave the plateau soonest, measured on a narrow tw
 
 The gpu model (H = 768, E = 128, 12 shared layers) is too wide to train for long on a CPU; its depth,
 post-LN layers, parameter sharing and optimizer are what the recipe is about, and those the twin keeps.
-The probe: the synthetic permutation chains (minialbert.experiments.synthetic) at depth 12, each arm
+The probe: the synthetic permutation chains (minialbert.course.experiments.synthetic) at depth 12, each arm
 from the same
 seed: a [MASK] is given exactly by its neighbours, so a stack that leaves the plateau jumps from about
 1/V to near 100% held-out [MASK] accuracy; the first evaluated step past 50% is the number compared.
@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from minialbert.config import AlbertConfig
+from minialbert.course.experiments.synthetic import permutation_chains
 from minialbert.download import write_json
-from minialbert.experiments.synthetic import permutation_chains
 from minialbert.train import TrainArgs, pretrain
 
 # (optimizer, peak rate, warmup share of the steps): today's gpu recipe first

@@ -157,7 +157,7 @@ def main() -> None:
     if not a.only:                                   # the figure only from a full run
         from minialbert.course.figures import model_speed
         from minialbert.course.plots import figure_dir, save_figure
-        from minialbert.scale import SCALES
+        from minialbert.course.scale import SCALES
 
         fig, numbers = model_speed(SCALES["course"])             # drawn from the JSON just written
         save_figure(fig, "model_speed", numbers, figure_dir(SCALES["course"]))

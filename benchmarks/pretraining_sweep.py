@@ -31,12 +31,12 @@ import torch
 
 from minialbert import AlbertConfig
 from minialbert.corpus import course_documents
-from minialbert.corpus.course_data import course_tokenizer
+from minialbert.course.data import course_tokenizer
+from minialbert.course.scale import SCALES
 from minialbert.download import atomic_write
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.model import Encoder
 from minialbert.pretraining_data import COURSE_SEED, build_examples
-from minialbert.scale import SCALES
 from minialbert.train import TrainArgs, pretrain
 
 OUT = Path(__file__).resolve().parents[1] / "assets" / "benchmarks" / "pretraining_sweep.json"

@@ -28,11 +28,11 @@ from pathlib import Path
 import torch
 
 import minialbert as ma
-from minialbert.corpus.course_data import course_pretraining_data
+from minialbert.course.data import course_pretraining_data
+from minialbert.course.scale import current_scale, train_args_of
 from minialbert.download import atomic_write
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.optim import make_optimizer, warmup_linear_decay
-from minialbert.scale import current_scale
 from minialbert.train import StepBatches, TrainArgs, train_step
 
 OUT = Path(__file__).resolve().parents[1] / "assets" / "benchmarks" / "time_to_accuracy.json"
@@ -118,7 +118,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     scale = current_scale(a.scale)
     cfg = ma.AlbertConfig.preset(scale.albert_preset)
-    ours_args = TrainArgs.from_scale(scale, objective="sop", steps=scale.zoo_steps)
+    ours_args = train_args_of(scale, objective="sop", steps=scale.zoo_steps)
     budget = 60 * (a.minutes or scale.zoo_steps * scale.step_seconds / 60)
     train = course_pretraining_data("sop", "train", scale)
     valid = course_pretraining_data("sop", "valid", scale)
@@ -130,7 +130,7 @@ def main() -> None:
         return evaluate_pretraining(model, valid, baselines)
 
     def run_hf(lr: float, seconds: float) -> tuple[list[dict], float]:
-        probe = TrainArgs.from_scale(scale, objective="sop", steps=10 ** 6)
+        probe = train_args_of(scale, objective="sop", steps=10 ** 6)
         throwaway, _ = hf_model(cfg, seed=0)                          # how many steps fit in the budget?
         opt = hf_optimizer(throwaway, lr)
         sched, batches = warmup_linear_decay(opt, 0, 10 ** 6), loader(train, probe)

@@ -151,10 +151,10 @@ def hf_train_step(model, batch, optimizer, scheduler, clip_norm: float) -> None:
 
 
 def full_step_benchmark(args: argparse.Namespace) -> None:
-    from minialbert.corpus.course_data import course_pretraining_data
+    from minialbert.course.data import course_pretraining_data
+    from minialbert.course.scale import current_scale
     from minialbert.optim import make_optimizer, warmup_linear_decay
     from minialbert.pretraining_data import collate
-    from minialbert.scale import current_scale
     from minialbert.train import StepBatches, TrainArgs, train_step
 
     torch.set_num_threads(args.threads)

@@ -3,7 +3,7 @@
 Reading order (after masking.py, which masks one sequence with `ngram_mask`, and segments.py, which cuts
 documents into pairs exactly as google-research/albert's create_pretraining_data.py does): building and
 caching a whole dataset (`build_examples`, stored as pretraining_dataset.py's `PretrainingDataset`; the
-course's own sets are corpus/course_data.py's), and batching it (`collate`, `make_dataloader`). Every
+course's own sets are course/data.py's), and batching it (`collate`, `make_dataloader`). Every
 random choice comes from one seeded `random.Random`: for the same generator the pairs are the official
 script's, in its order (it masks each pair with the same generator as it goes; we mask afterwards).
 """

@@ -25,7 +25,6 @@ import contextlib
 import dataclasses
 import math
 import time
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +51,6 @@ from .model import IGNORE_INDEX, AlbertForPretraining
 from .optim import OPTIMIZERS, make_optimizer, warmup_linear_decay
 from .pretraining_dataset import check_fits
 from .run_directory import RunDirectory
-from .scale import Scale
 
 # Arguments that change the training trajectory: a resumed run must use the same values.
 RESUME_MUST_MATCH = ("objective", "steps", "batch_size", "lr", "warmup", "weight_decay", "optimizer",
@@ -99,19 +97,6 @@ class TrainArgs:
                     or (value <= low if low is not None else value < 0)):
                 rule = "a finite number > 0" if low is not None else "a finite number >= 0"
                 raise ValueError(f"{name} must be {rule}, got {value!r}")
-
-    @classmethod
-    def from_scale(cls, s: Scale, **changes) -> TrainArgs:
-        """Defaults for a scale (batch size, steps, lr, warmup, eval cadence), with some changed."""
-        base = dict(steps=s.pretrain_steps, batch_size=s.batch_size, lr=s.learning_rate,
-                    warmup=s.warmup_steps, eval_every=s.eval_every, checkpoint_every=s.eval_every,
-                    optimizer=s.optimizer, eval_examples=s.eval_examples)
-        steps = changes.get("steps", base["steps"])
-        if "warmup" not in changes and isinstance(steps, int) and 0 <= steps < base["warmup"]:
-            warnings.warn(f"the {s.name} scale's warmup of {base['warmup']} steps is longer than "
-                          f"steps={steps}: using warmup={steps} (pass warmup to choose)", stacklevel=2)
-            base["warmup"] = steps
-        return cls(**{**base, **changes})
 
 
 # ---------------------------------------------------------------------------- data order

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from minialbert.course.scale import ENV_VAR as SCALE_ENV_VAR
 from minialbert.download import CACHE_ENV_VAR, cache_dir
-from minialbert.scale import ENV_VAR as SCALE_ENV_VAR
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")

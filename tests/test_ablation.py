@@ -6,13 +6,13 @@ import random
 import pytest
 import torch
 
-from minialbert.__main__ import main
-from minialbert.corpus.course_data import SHIPPED_DIR, course_tokenizer
-from minialbert.experiments import ablation, zoo
+from minialbert.course.commands import main
+from minialbert.course.data import SHIPPED_DIR, course_tokenizer
+from minialbert.course.experiments import ablation, zoo
+from minialbert.course.scale import SCALES
 from minialbert.masking import MaskingVocab
 from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import PretrainingDataset, examples_from_token_documents
-from minialbert.scale import SCALES
 from minialbert.tokenizer import CLS_ID, MASK_ID, SEP_ID, Tokenizer
 
 TOKENIZER = Tokenizer.load(SHIPPED_DIR / "course-4000.model")

@@ -11,9 +11,9 @@ import transformers
 from torch import nn
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
-from minialbert.__main__ import main
-from minialbert.experiments import analysis
-from minialbert.experiments.analysis import (
+from minialbert.course.commands import main
+from minialbert.course.experiments import analysis
+from minialbert.course.experiments.analysis import (
     heldout_batches,
     layer_transitions,
     total_variation,
@@ -355,9 +355,9 @@ def ci_env(ci_cache, monkeypatch):
 
 
 def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
-    from minialbert.corpus.course_data import course_pretraining_data, course_tokenizer
+    from minialbert.course.data import course_pretraining_data, course_tokenizer
+    from minialbert.course.scale import SCALES
     from minialbert.evaluation import evaluation_sample
-    from minialbert.scale import SCALES
     from minialbert.tokenizer import CLS_ID, MASK_ID
 
     data = course_pretraining_data("mlm", "test", SCALES["ci"])
@@ -381,8 +381,8 @@ def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
 
 def _tiny_official(directory, vocab_size):
     """A local directory in transformers' format with the course tokenizer as its spiece.model."""
-    from minialbert.corpus.course_data import course_tokenizer
-    from minialbert.scale import SCALES
+    from minialbert.course.data import course_tokenizer
+    from minialbert.course.scale import SCALES
 
     ref = _hf(transformers.AlbertForMaskedLM, transformers.AlbertConfig,
               **{**ALBERT_SMALL, "vocab_size": vocab_size, "max_position_embeddings": 64})
@@ -459,7 +459,7 @@ def test_plot_uses_the_paper_axes_when_asked():
 
 
 def test_oscillation_tells_a_smooth_curve_from_a_jagged_one_and_total_variation_does_not():
-    from minialbert.experiments.analysis import oscillation, total_variation
+    from minialbert.course.experiments.analysis import oscillation, total_variation
 
     falling = [4.9, 3.0, 2.1, 1.6, 1.35]               # monotone and bent: the shape of a shared ALBERT
     line = [1.0, 2.0, 3.0, 4.0, 5.0]

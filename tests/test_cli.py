@@ -12,7 +12,7 @@ import pytest
 import safetensors.torch
 import torch
 
-from minialbert.__main__ import main
+from minialbert.course.commands import main
 from minialbert.run_directory import read_metrics
 
 # ci-albert shrunk further: the tests time processes, not learning.
@@ -26,8 +26,8 @@ def env(tmp_path_factory):
     """A private cache holding the ci-scale tokenizer and pretraining data, built once per module."""
     cache = tmp_path_factory.mktemp("cache")
     environ = {**os.environ, "MINIALBERT_CACHE": str(cache), "MINIALBERT_SCALE": "ci", "OMP_NUM_THREADS": "1"}
-    build = ("from minialbert.corpus.course_data import course_pretraining_data as c\n"
-             "from minialbert.scale import SCALES\n"
+    build = ("from minialbert.course.data import course_pretraining_data as c\n"
+             "from minialbert.course.scale import SCALES\n"
              "for s in ('train', 'valid'): c('sop', s, SCALES['ci'])")
     subprocess.run([sys.executable, "-c", build], env=environ, check=True, cwd=ROOT)
     return environ
@@ -65,7 +65,7 @@ def test_help_documents_every_option(capsys):
 def test_every_subcommand_takes_the_common_options(capsys):
     """`<sub> --debug --help` for every subcommand: each one takes --scale, --debug and --quiet (one parent
     parser, so none can leave one out). In-process; other tests run `python -m minialbert` as a process."""
-    from minialbert.__main__ import COMMANDS, main
+    from minialbert.course.commands import COMMANDS, main
 
     for command in COMMANDS:
         with pytest.raises(SystemExit) as exit_:

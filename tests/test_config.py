@@ -122,7 +122,7 @@ def test_bert_twins_differ_only_in_sharing_and_embedding():
 
 def test_every_scale_preset_reads_the_scale_sequences_and_vocabulary():
     from minialbert.corpus import documents
-    from minialbert.scale import SCALES
+    from minialbert.course.scale import SCALES
 
     for scale in SCALES.values():
         for preset in (scale.albert_preset, scale.bert_preset):

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from minialbert.corpus import documents
-from minialbert.corpus.course_data import course_pretraining_data, course_tokenizer, pretraining_data_key
+from minialbert.course.data import course_pretraining_data, course_tokenizer, pretraining_data_key
+from minialbert.course.scale import SCALES
 from minialbert.pretraining_data import COURSE_SEED, build_examples, examples_key
-from minialbert.scale import SCALES
 
 CI = SCALES["ci"]
 

@@ -69,7 +69,7 @@ def test_float32_autocast_is_no_autocast():
 
 
 def test_the_cli_passes_device_and_compile_down(monkeypatch):
-    from minialbert.cli import build_parser
+    from minialbert.course.cli import build_parser
 
     args = build_parser().parse_args(["pretrain", "--out", "run", "--device", "cpu", "--compile"])
     assert args.device == "cpu" and args.compile == "model"

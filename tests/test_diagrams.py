@@ -8,10 +8,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from minialbert.config import MASK_ID
-from minialbert.corpus.course_data import course_tokenizer
 from minialbert.course import diagrams
+from minialbert.course.data import course_tokenizer
+from minialbert.course.scale import current_scale
 from minialbert.masking import MaskingVocab, ngram_mask
-from minialbert.scale import current_scale
 
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"
 

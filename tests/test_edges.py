@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from minialbert import AlbertConfig
-from minialbert.__main__ import main
+from minialbert.course.commands import main
 from minialbert.download import cache_dir
 from minialbert.pretraining_data import collate
 from minialbert.pretraining_dataset import PretrainingDataset
@@ -150,7 +150,7 @@ def test_torchrun_variables_out_of_range_are_named(monkeypatch, changes, words):
 
 # ------------------------------------------------------------------ zoo --rebuild with --only
 def test_zoo_rebuild_with_only_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
-    from minialbert.experiments import zoo
+    from minialbert.course.experiments import zoo
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "cache"))
     rebuilt = []

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from minialbert.__main__ import main
+from minialbert.course.commands import main
+from minialbert.course.experiments import zoo
 from minialbert.course.figures import FIGURES, READS_COMMITTED, ROOT
-from minialbert.experiments import zoo
 
 # committed figures no `figures` run can make: a GPU's benchmark (attention_<gpu>, gpu_check_<gpu>_*) and
 # lesson 06's official checkpoints (downloaded)

@@ -13,9 +13,11 @@ from test_hf import ALBERT_SMALL, BERT_SMALL, EXACT, V, _batch, _perturb
 from torch.testing import assert_close
 
 from minialbert import AlbertConfig, AlbertForPretraining, hf
-from minialbert.__main__ import main
-from minialbert.corpus.course_data import course_tokenizer
+from minialbert.course.commands import main
+from minialbert.course.data import course_tokenizer
+from minialbert.course.experiments.tasks import load_task
 from minialbert.course.plots import plot_learning_curve
+from minialbert.course.scale import SCALES
 from minialbert.evaluation import (
     bag_of_words_baseline,
     f1_binary,
@@ -24,7 +26,7 @@ from minialbert.evaluation import (
     spearman,
     task_metrics,
 )
-from minialbert.experiments.finetune import (
+from minialbert.finetune import (
     FinetuneArgs,
     classifier_from_checkpoint,
     curve_summary,
@@ -34,11 +36,9 @@ from minialbert.experiments.finetune import (
     learning_curve,
     load_finetuned,
 )
-from minialbert.experiments.labelled_task import Example, Task
-from minialbert.experiments.tasks import load_task
+from minialbert.labelled_task import Example, Task
 from minialbert.model import AlbertForSequenceClassification
 from minialbert.run_directory import read_metrics
-from minialbert.scale import SCALES
 
 FAMILIES = {"albert": (transformers.AlbertForSequenceClassification, transformers.AlbertConfig, ALBERT_SMALL),
             "bert": (transformers.BertForSequenceClassification, transformers.BertConfig, BERT_SMALL)}

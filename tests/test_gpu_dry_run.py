@@ -1,7 +1,7 @@
 """The gpu scale, end to end on a CPU: MINIALBERT_SCALE=gpu MINIALBERT_DRY_RUN=1.
 
 The dry run keeps the gpu scale's model (H = 768, 12 layers, 6000 pieces, 256 positions) and caps
-every step count and sample size (minialbert.scale.DRY_RUN), so the CLI paths below run the gpu
+every step count and sample size (minialbert.course.scale.DRY_RUN), so the CLI paths below run the gpu
 scale's real shapes in seconds per step. Selected with `pytest -k gpu_dry_run`; the slow ones still
 run in `make test`. Every run writes into a temporary cache, never ~/.cache/minialbert.
 """
@@ -20,13 +20,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from minialbert.__main__ import main
+from minialbert.course.commands import main
+from minialbert.course.experiments.ablation import heldout, sampled
 from minialbert.course.figures import make_figures
 from minialbert.course.lessons import lesson_sizes
 from minialbert.course.plots import ROOT, figure_dir
-from minialbert.evaluation import evaluation_sample
-from minialbert.experiments.ablation import heldout, sampled
-from minialbert.scale import (
+from minialbert.course.scale import (
     DRY_RUN,
     DRY_RUN_SUFFIX,
     DRY_RUN_VAR,
@@ -36,6 +35,7 @@ from minialbert.scale import (
     current_scale,
     dry_run,
 )
+from minialbert.evaluation import evaluation_sample
 
 GPU = SCALES["gpu"]
 # Fields a dry run keeps from its scale, and why; every other field must be in DRY_RUN (capped).

@@ -11,7 +11,7 @@ import nbformat
 import psutil
 import pytest
 
-from minialbert.__main__ import main
+from minialbert.course.commands import main
 from minialbert.course.grade import Limits, grade
 from minialbert.course.grade_table import markdown
 from minialbert.course.pieces import check

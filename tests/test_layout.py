@@ -1,12 +1,17 @@
 """The package's layout by audience, read from the code's own imports.
 
-- minialbert/ (its top-level modules and kernels/): the core, ALBERT itself and how it is trained;
-- minialbert/corpus/: the pinned text the course trains on, and the course's tokenizer and data sets;
-- minialbert/experiments/: the paper's experiments at course scale (zoo, tasks, ablation, analysis);
-- minialbert/course/: the lessons' machinery (pieces, self-checks, student versions, figures).
+- minialbert/ (its top-level modules and kernels/): the core, ALBERT itself and how it is trained, fine-tuned
+  and evaluated; it takes plain values only and never sees a Scale;
+- minialbert/corpus/: the pinned text the course trains on (and the real corpora's downloaders);
+- minialbert/course/scale.py and course/data.py: the Scale (the course's sizes, in typed parts) and the
+  course's tokenizer and pretraining sets it keys;
+- minialbert/course/experiments/: the paper's experiments at course scale (zoo, tasks, ablation, analysis);
+- minialbert/course/: the lessons' machinery (pieces, self-checks, student versions, figures) and the
+  command line (cli.py, commands.py).
 
-Imports run one way, course -> experiments -> corpus -> core: a reader of the model never needs the
-folders above it. The command line (__main__.py) is the edge that uses them all.
+Imports run one way, course -> course/experiments -> the scale and its data -> corpus -> core: a reader of
+the model never needs the folders above it. minialbert/__main__.py hands `python -m minialbert` to the
+course's command line.
 """
 
 import ast
@@ -16,8 +21,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "minialbert"
-LAYERS = ("core", "corpus", "experiments", "course")        # lowest first
-EDGE = {"__main__"}                                         # the command line: may import every layer
+LAYERS = ("core", "corpus", "course.scale", "course.experiments", "course")     # lowest first
+FOLDERS = {"corpus": "corpus", "course.experiments": "course/experiments", "course": "course"}
+SCALE_MODULES = {"scale", "data"}                           # course/scale.py and the data sets it keys
+EDGE = {"__main__"}                                         # `python -m minialbert`: hands over to the course
 
 
 def module_name(path: Path) -> str:
@@ -26,8 +33,14 @@ def module_name(path: Path) -> str:
 
 
 def layer(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "core"
+    parts = module.split(".") + ["", ""]
+    if parts[1] == "corpus":
+        return "corpus"
+    if parts[1] != "course":
+        return "core"
+    if parts[2] in SCALE_MODULES:
+        return "course.scale"
+    return "course.experiments" if parts[2] == "experiments" else "course"
 
 
 def imported(path: Path) -> set[str]:
@@ -50,9 +63,11 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
 
 
 def test_the_layers_exist_and_hold_modules():
-    for name in LAYERS[1:]:
-        assert (PACKAGE / name / "__init__.py").is_file(), f"minialbert/{name}/ is not a package"
-        assert len(list((PACKAGE / name).glob("*.py"))) > 1, f"minialbert/{name}/ holds no module"
+    for folder in FOLDERS.values():
+        assert (PACKAGE / folder / "__init__.py").is_file(), f"minialbert/{folder}/ is not a package"
+        assert len(list((PACKAGE / folder).glob("*.py"))) > 1, f"minialbert/{folder}/ holds no module"
+    for name in SCALE_MODULES:
+        assert (PACKAGE / "course" / f"{name}.py").is_file(), f"minialbert/course/{name}.py is missing"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -68,9 +83,12 @@ def test_imports_run_one_way(path):
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     """The rule can fail: a core module that imports the zoo, relatively or inside a function, is caught."""
     fake = PACKAGE / "model.py"
-    text = "def f():\n    from .experiments import zoo\n    from .course.pieces import check\n"
+    text = "def f():\n    from .course.experiments import zoo\n    from .course.pieces import check\n"
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text if self == fake else "")
-    assert {"minialbert.experiments.zoo", "minialbert.course.pieces"} <= imported(fake)
+    found = imported(fake)
+    assert {"minialbert.course.experiments.zoo", "minialbert.course.pieces"} <= found
+    assert {layer(m) for m in found} == {"course.experiments", "course"}
+    assert layer("minialbert.course.scale") == "course.scale" and layer("minialbert.corpus.prose") == "corpus"
 
 
 # A module holds one concept, readable in one sitting. Drawing code is the exception: a figure is long
@@ -95,7 +113,7 @@ def test_no_module_is_over_450_lines_except_drawing(path):
 # files at the cache (TORCHINDUCTOR_CACHE_DIR) while it runs: both settings are torch's, not the course's.
 # The grader hands each submission's run its environment with a home, cache and grade log of its own, and a
 # check appends its verdict to the grade log the grader named ($MINIALBERT_GRADE_LOG).
-READS_ENVIRONMENT = {("scale.py", "current_scale"), ("download.py", "cache_root"),
+READS_ENVIRONMENT = {("course/scale.py", "current_scale"), ("download.py", "cache_root"),
                      ("kernels/compile_report.py", "compile_variants"),
                      ("device.py", "check_torchrun_variables"), ("compiling.py", "compile_cache"),
                      ("course/grade.py", "run_env"), ("course/grade_log.py", "log_result")}
@@ -130,7 +148,7 @@ NAME_TEST = re.compile(r"""\.name\s*(==|!=|\bin\b|\bnot in\b)\s*["'(\[]|\.name\.
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_code_compares_a_scale_name(path):
-    if path.name == "scale.py":
+    if path == PACKAGE / "course" / "scale.py":
         return
     hits = [f"line {i}: {line.strip()}" for i, line in enumerate(path.read_text().splitlines(), 1)
             if "scale" in line and NAME_TEST.search(line)]
@@ -143,3 +161,70 @@ def test_the_greps_can_fail():
     assert environment_reads(source, "probe.py") == {("probe.py", "f")}
     assert NAME_TEST.search(source.splitlines()[2])
     assert not NAME_TEST.search("    folder = cache_dir() / 'zoo' / scale.name")
+
+
+# The core takes plain values: no module outside course/ imports the Scale or its module, names one, takes a
+# parameter called `scale`, reads a field only a Scale has, or names the scale's environment variables.
+SCALE_NAMES = {"Scale", "SCALES", "current_scale", "scale", "dry_run"}
+SCALE_FIELDS = {"albert_preset", "bert_preset", "pretrain_steps", "zoo_steps", "zoo_evals", "zoo_threads",
+                "zoo_on_demand", "figure_subdir", "step_seconds", "is_dry_run", "base_name", "model_config",
+                "data_shards", "dupe_factor", "max_documents"}
+SCALE_STRINGS = {"MINIALBERT_SCALE", "MINIALBERT_DRY_RUN"}
+
+
+def scale_reads(source: str, name: str) -> list[str]:
+    """Where a module's source imports, names or reads a Scale (line: what), from its syntax tree."""
+    found = []
+    for node in ast.walk(ast.parse(source, name)):
+        what = None
+        if isinstance(node, ast.ImportFrom) and node.module and "scale" in node.module.split("."):
+            what = f"imports {node.module}"
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names = {n for a in node.names for n in (a.name, a.asname) if n} & SCALE_NAMES
+            what = f"imports {sorted(names)}" if names else None
+        elif isinstance(node, ast.Name) and node.id in SCALE_NAMES:
+            what = f"names {node.id}"
+        elif isinstance(node, ast.arg) and node.arg in SCALE_NAMES:
+            what = f"takes {node.arg}"
+        elif isinstance(node, ast.Attribute) and node.attr in SCALE_FIELDS:
+            what = f"reads .{node.attr}"
+        elif isinstance(node, ast.Constant) and node.value in SCALE_STRINGS:
+            what = f"names ${node.value}"
+        if what:
+            found.append(f"line {node.lineno}: {what}")
+    return found
+
+
+OUTSIDE_COURSE = [p for p in MODULES if layer(module_name(p)) in ("core", "corpus") and p.stem not in EDGE]
+
+
+@pytest.mark.parametrize("path", OUTSIDE_COURSE, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_outside_the_course_sees_a_scale(path):
+    hits = scale_reads(path.read_text(), str(path))
+    assert not hits, f"minialbert/{path.relative_to(PACKAGE)} sees a Scale (it belongs in course/): {hits}"
+
+
+def test_the_scale_check_can_fail():
+    """Each way a core module could see a Scale is caught; a gradient scaler's .scale() and a kernel's
+    sm_scale are not a Scale."""
+    source = ("from .course.scale import Scale\nfrom .course import scale as s\n"
+              "def f(scale, x):\n    return x.pretrain_steps + len(SCALES)\nV = 'MINIALBERT_SCALE'\n"
+              "def g(scaler, loss, sm_scale):\n    return scaler.scale(loss) * sm_scale\n")
+    hits = sorted(scale_reads(source, "probe.py"))
+    assert hits == ["line 1: imports course.scale", "line 2: imports ['scale']", "line 3: takes scale",
+                    "line 4: names SCALES", "line 4: reads .pretrain_steps",
+                    "line 5: names $MINIALBERT_SCALE"]
+    assert all(p.is_relative_to(PACKAGE) and "course" not in p.relative_to(PACKAGE).parts
+               for p in OUTSIDE_COURSE) and PACKAGE / "train.py" in OUTSIDE_COURSE
+
+
+# The ALBERT and its pretraining read in an afternoon: the config, the model, the masking, the pairs as the
+# official code cuts them, the optimizer and the loop, together under about 2,000 lines.
+CORE_BUDGET = 2000
+ALBERT_CORE = ("config.py", "model.py", "masking.py", "pretraining_data.py", "segments.py", "optim.py",
+               "train.py")
+
+
+def test_the_albert_core_stays_within_its_budget():
+    lines = {name: len((PACKAGE / name).read_text().splitlines()) for name in ALBERT_CORE}
+    assert sum(lines.values()) <= CORE_BUDGET, f"the ALBERT core has {sum(lines.values())} lines: {lines}"

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from minialbert.config import AlbertConfig
+from minialbert.course.experiments.synthetic import permutation_chains
 from minialbert.course.learner_model import NAMES, learner_masking, learner_model
 from minialbert.course.pieces import check
-from minialbert.experiments.synthetic import permutation_chains
 from minialbert.masking import MaskingVocab
 from minialbert.model import PretrainingOutput
 from minialbert.optim import make_optimizer, warmup_linear_decay

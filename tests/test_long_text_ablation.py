@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from minialbert.experiments.long_text_ablation import (
+from minialbert.course.experiments.long_text_ablation import (
     ARMS,
     CI_SIZES,
     arm_entry,
@@ -14,7 +14,7 @@ from minialbert.experiments.long_text_ablation import (
     over_documents,
     run_long_text_ablation,
 )
-from minialbert.scale import current_scale
+from minialbert.course.scale import current_scale
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from minialbert.config import AlbertConfig
+from minialbert.course.experiments.mask_readings import paired_mask_difference, read_arms
 from minialbert.course.verdict import verdict
 from minialbert.evaluation import evaluate_pretraining
-from minialbert.experiments.mask_readings import paired_mask_difference, read_arms
 from minialbert.model import AlbertForPretraining
 from minialbert.pretraining_data import PretrainingDataset
 from minialbert.tokenizer import MASK_ID

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minialbert.__main__ import main
+from minialbert.course.commands import main
 from minialbert.course.notebooks import clean_notebook, lessons, notebook_text, read_notebook
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,11 +20,11 @@ import pytest  # noqa: E402
 from test_train import TINY, args, synthetic_examples  # noqa: E402
 
 from minialbert import checkpoint, corpus, download  # noqa: E402
-from minialbert.__main__ import main  # noqa: E402
 from minialbert.corpus import sources  # noqa: E402
+from minialbert.course.commands import main  # noqa: E402
+from minialbert.course.experiments import zoo  # noqa: E402
 from minialbert.course.plots import save_figure  # noqa: E402
-from minialbert.experiments import zoo  # noqa: E402
-from minialbert.scale import DRY_RUN_VAR, ENV_VAR, SCALES, current_scale  # noqa: E402
+from minialbert.course.scale import DRY_RUN_VAR, ENV_VAR, SCALES, current_scale  # noqa: E402
 from minialbert.train import pretrain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,8 +205,9 @@ def test_pretrain_on_a_full_cache_disk_is_one_line_naming_the_cache(tmp_path):
         pytest.skip("mounting a tmpfs needs root: the real full-disk case is not tested here")
     build = tmp_path / "build"
     env = {**os.environ, "MINIALBERT_CACHE": str(build), "MINIALBERT_SCALE": "ci", "OMP_NUM_THREADS": "1"}
-    subprocess.run([sys.executable, "-c", "from minialbert.corpus.course_data import course_tokenizer as t\n"
-                    "from minialbert.scale import SCALES\nt(SCALES['ci'])"], env=env, check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-c", "from minialbert.course.data import course_tokenizer as t\n"
+                    "from minialbert.course.scale import SCALES\nt(SCALES['ci'])"],
+                   env=env, check=True, cwd=ROOT)
     disk = tmp_path / "disk"
     disk.mkdir()
     needed = sum(p.stat().st_size for p in build.rglob("*") if p.is_file())

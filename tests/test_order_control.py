@@ -10,8 +10,8 @@ import random
 import pytest
 
 from minialbert.corpus.ordered import ordered_documents
-from minialbert.experiments.order_control import ARMS, CI_SIZES, run_order_control
-from minialbert.experiments.pair_readings import CHOICES, next_sentence_questions, swap_only
+from minialbert.course.experiments.order_control import ARMS, CI_SIZES, run_order_control
+from minialbert.course.experiments.pair_readings import CHOICES, next_sentence_questions, swap_only
 from minialbert.masking import MaskingVocab
 from minialbert.pretraining_data import examples_from_token_documents, unmasked_ids
 from minialbert.tokenizer import Tokenizer

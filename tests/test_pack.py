@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from minialbert.__main__ import main
-from minialbert.cli import build_parser
 from minialbert.corpus import course_corpus_cached
-from minialbert.corpus.course_data import course_tokenizer, course_tokenizer_path
 from minialbert.course import pack
+from minialbert.course.cli import build_parser
+from minialbert.course.commands import main
+from minialbert.course.data import course_tokenizer, course_tokenizer_path
 from minialbert.course.pack import MANIFEST, MAX_PACK_BYTES, PACK_FORMAT, make_pack, read_pack, unpack
+from minialbert.course.scale import SCALES, dry_run
 from minialbert.download import cache_dir
-from minialbert.scale import SCALES, dry_run
 
 CI = SCALES["ci"]
 

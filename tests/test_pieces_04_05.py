@@ -11,10 +11,10 @@ import torch.nn.functional as F
 from torch.optim.lr_scheduler import LambdaLR
 
 from minialbert.config import IGNORE_INDEX
+from minialbert.course.experiments.synthetic import permutation_chains
 from minialbert.course.pieces import PIECES, check
 from minialbert.course.pieces.checking import CHECK_CONFIG
 from minialbert.course.pieces.runs import compare_run
-from minialbert.experiments.synthetic import permutation_chains
 from minialbert.masking import MaskingVocab, corrupt, ngram_mask, whole_words
 from minialbert.model import AlbertForPretraining
 from minialbert.optim import make_optimizer

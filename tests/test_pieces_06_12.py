@@ -199,8 +199,8 @@ def test_a_loader_that_returns_nothing_says_what_to_return(capsys):
 
 def test_the_learners_gradient_norms_leave_the_model_as_it_was(capsys):
     """The package's norms come from an untied copy: the model keeps no gradient, whatever the sharing."""
+    from minialbert.course.experiments.layer_gradients import application_gradient_norms
     from minialbert.course.pieces.checking import CHECK_CONFIG, pretraining_batch
-    from minialbert.experiments.layer_gradients import application_gradient_norms
     model = ma.AlbertForPretraining(CHECK_CONFIG).eval()
     application_gradient_norms(model, pretraining_batch(torch.Generator().manual_seed(0), CHECK_CONFIG))
     assert all(p.grad is None for p in model.parameters())

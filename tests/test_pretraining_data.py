@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from minialbert import AlbertConfig, AlbertForPretraining
 from minialbert.corpus import Document
-from minialbert.corpus.course_data import course_pretraining_data
+from minialbert.course.data import course_pretraining_data
+from minialbert.course.scale import SCALES
 from minialbert.masking import (
     MaskingVocab,
     ngram_mask,
@@ -29,7 +30,6 @@ from minialbert.pretraining_data import (
     make_dataloader,
     unmasked_ids,
 )
-from minialbert.scale import SCALES
 from minialbert.segments import OFFICIAL, TWO_SENTENCE_CHUNKS, length_balanced
 from minialbert.tokenizer import CLS_ID, MASK_ID, PAD_ID, SEP_ID, Tokenizer
 
@@ -431,10 +431,10 @@ def test_course_pretraining_data_wires_scale_corpus_and_tokenizer(tiny_tokenizer
                                                                    tmp_path):
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     calls = []
-    monkeypatch.setattr("minialbert.corpus.course_data.documents",
+    monkeypatch.setattr("minialbert.course.data.documents",
                         lambda corpus, split, max_documents: calls.append((corpus, split, max_documents))
                         or documents)
-    monkeypatch.setattr("minialbert.corpus.course_data.course_tokenizer", lambda scale: tiny_tokenizer[0])
+    monkeypatch.setattr("minialbert.course.data.course_tokenizer", lambda scale: tiny_tokenizer[0])
     for name in ("ci", "course"):
         scale = SCALES[name]
         ds = course_pretraining_data("nsp", "valid", scale)

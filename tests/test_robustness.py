@@ -18,15 +18,15 @@ from test_train import TINY, args, synthetic_examples, weights
 
 import minialbert as ma
 from minialbert import download
-from minialbert.__main__ import main
 from minialbert.checkpoint import NonFiniteError, find_checkpoint, load_checkpoint
 from minialbert.config import AlbertConfig
 from minialbert.costs import count_parameters
+from minialbert.course.commands import main
+from minialbert.course.scale import SCALES, train_args_of
 from minialbert.inputs import check_batch
 from minialbert.model import AlbertForPretraining, AlbertModel
 from minialbert.run_directory import RunLockedError, read_metrics, run_lock
-from minialbert.scale import SCALES
-from minialbert.train import TrainArgs, pretrain
+from minialbert.train import pretrain
 
 
 @pytest.fixture(autouse=True)
@@ -96,9 +96,9 @@ def test_bad_hyper_parameters_are_refused_before_anything_is_written(change, mes
 
 def test_scale_warmup_is_clamped_to_a_short_run_with_a_warning():
     with pytest.warns(UserWarning, match="warmup of 5 steps is longer than steps=3: using warmup=3"):
-        assert TrainArgs.from_scale(SCALES["ci"], steps=3).warmup == 3
+        assert train_args_of(SCALES["ci"], steps=3).warmup == 3
     with pytest.raises(ValueError, match="warmup 5 must be between 0 and steps 3"):
-        TrainArgs.from_scale(SCALES["ci"], steps=3, warmup=5)               # the user's own value: refused
+        train_args_of(SCALES["ci"], steps=3, warmup=5)               # the user's own value: refused
 
 
 def test_a_non_finite_loss_stops_the_run_and_latest_stays_good(tmp_path):
@@ -250,7 +250,7 @@ def test_bad_options_are_refused_by_the_parser(capsys, argv):
 
 
 def test_unexpected_errors_and_ctrl_c_are_one_line_and_debug_shows_traceback(monkeypatch, capsys, tmp_path):
-    import minialbert.__main__ as cli
+    import minialbert.course.commands as cli
 
     def boom(args, scale):
         raise TypeError("something odd\nsecond line")
@@ -334,7 +334,7 @@ def test_a_replaced_tokenizer_cache_is_rebuilt(tmp_path, monkeypatch):
     from test_tokenizer import SENTENCES
 
     from minialbert.config import PRESETS
-    from minialbert.corpus.course_data import course_tokenizer
+    from minialbert.course.data import course_tokenizer
     from minialbert.tokenizer import Tokenizer
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
@@ -413,7 +413,7 @@ def test_a_tokenizer_cache_with_other_settings_is_rebuilt(tmp_path, monkeypatch)
     from test_tokenizer import SENTENCES
 
     from minialbert.config import PRESETS
-    from minialbert.corpus.course_data import course_tokenizer
+    from minialbert.course.data import course_tokenizer
     from minialbert.tokenizer import Tokenizer
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from test_student import lesson
 
-from minialbert.__main__ import main
+from minialbert.course.commands import main
 from minialbert.course.student import has_stub, student_notebook, verify_student_notebook
 
 LINE = "return sorted(set(words))"

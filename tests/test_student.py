@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minialbert.__main__ import main
+from minialbert.course.commands import main
 from minialbert.course.notebooks import lessons, read_notebook
 from minialbert.course.student import (
     CHECK_CALL,

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from test_student import write_lessons
 
-from minialbert.__main__ import main
+from minialbert.course.commands import main
 from minialbert.course.notebooks import lessons, read_notebook
 from minialbert.course.student import has_stub
 from minialbert.course.student_files import METADATA_KEY, cells_digest

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from minialbert import AlbertConfig
+from minialbert.course.experiments.synthetic import FIRST_REAL, permutation_chains
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
-from minialbert.experiments.synthetic import FIRST_REAL, permutation_chains
 from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import unmasked_ids
 from minialbert.tokenizer import MASK_ID

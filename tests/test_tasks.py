@@ -10,14 +10,14 @@ from collections import Counter
 import pytest
 from test_download import loopback_server
 
-from minialbert.__main__ import main
+from minialbert import glue
 from minialbert.corpus import pydocs_documents
+from minialbert.course.commands import main
+from minialbert.course.experiments.tasks import _shuffle_words, _swap_adjacent_words, load_task
+from minialbert.course.scale import SCALES
 from minialbert.download import DownloadError
-from minialbert.experiments import glue
-from minialbert.experiments.glue import PinnedFile, download_glue
-from minialbert.experiments.labelled_task import SPLITS, Example
-from minialbert.experiments.tasks import _shuffle_words, _swap_adjacent_words, load_task
-from minialbert.scale import SCALES
+from minialbert.glue import PinnedFile, download_glue
+from minialbert.labelled_task import SPLITS, Example
 
 CI = SCALES["ci"]             # the embedded corpus, 300 documents per split
 MAX_DOCUMENTS = CI.max_documents

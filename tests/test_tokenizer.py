@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minialbert.corpus import pydocs_documents
-from minialbert.corpus.course_data import course_tokenizer
-from minialbert.scale import current_scale
+from minialbert.course.data import course_tokenizer
+from minialbert.course.scale import current_scale
 from minialbert.tokenizer import (
     CLS_ID,
     MASK_ID,
@@ -191,8 +191,8 @@ def test_course_tokenizer_is_cached(monkeypatch, tmp_path):
     models = list((tmp_path / "tokenizers").glob("*.model"))
     assert len(models) == 1
     # a new process finds the cached model and loads it quickly, with the same vocabulary
-    code = ("import time; from minialbert.scale import current_scale; "
-            "from minialbert.corpus.course_data import course_tokenizer; t = time.perf_counter(); "
+    code = ("import time; from minialbert.course.scale import current_scale; "
+            "from minialbert.course.data import course_tokenizer; t = time.perf_counter(); "
             "tok = course_tokenizer(current_scale('ci')); print(time.perf_counter() - t); "
             "print(tok.model_proto.hex())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -299,8 +299,8 @@ def test_wordpiece_bad_vocab_files(tmp_path):
 
 def test_shipped_tokenizer_is_the_recorded_file_trained_on_the_recorded_corpus(monkeypatch):
     from minialbert.corpus import COURSE_CORPUS_SHA256
-    from minialbert.corpus.course_data import SHIPPED_TOKENIZERS, shipped_tokenizer_path
-    from minialbert.scale import SCALES
+    from minialbert.course.data import SHIPPED_TOKENIZERS, shipped_tokenizer_path
+    from minialbert.course.scale import SCALES
 
     assert ("course", SCALES["course"].vocab_size) in SHIPPED_TOKENIZERS
     for (corpus, _), (_, corpus_digest) in SHIPPED_TOKENIZERS.items():
@@ -309,7 +309,7 @@ def test_shipped_tokenizer_is_the_recorded_file_trained_on_the_recorded_corpus(m
     path = shipped_tokenizer_path(scale)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == SHIPPED_TOKENIZERS["course", 4000][0]
     # the course scale loads it without reading (or building) the corpus
-    monkeypatch.setattr("minialbert.corpus.course_data.documents",
+    monkeypatch.setattr("minialbert.course.data.documents",
                         lambda *a: pytest.fail("the corpus was read"))
     tok = course_tokenizer(scale)
     assert tok.vocab_size == scale.vocab_size == 4000
@@ -319,9 +319,9 @@ def test_shipped_tokenizer_is_the_recorded_file_trained_on_the_recorded_corpus(m
 
 
 def test_a_damaged_or_missing_shipped_tokenizer_is_a_one_line_error(monkeypatch, tmp_path):
-    from minialbert.scale import SCALES
+    from minialbert.course.scale import SCALES
 
-    monkeypatch.setattr("minialbert.corpus.course_data.SHIPPED_DIR", tmp_path)
+    monkeypatch.setattr("minialbert.course.data.SHIPPED_DIR", tmp_path)
     with pytest.raises(ValueError, match=r"course-4000.model is missing .*restore it"):
         course_tokenizer(SCALES["course"])
     (tmp_path / "course-4000.model").write_bytes(b"\x00not a model")
@@ -333,8 +333,8 @@ def test_retraining_the_shipped_tokenizer_gives_the_same_bytes():
     """Needs the course corpus (a download and minutes of parsing): runs where it is already built,
     e.g. after `make figures`; `python -m minialbert tokenizer --verify` is the same check."""
     from minialbert.corpus import course_corpus_cached
-    from minialbert.corpus.course_data import SHIPPED_TOKENIZERS, train_course_tokenizer
-    from minialbert.scale import SCALES
+    from minialbert.course.data import SHIPPED_TOKENIZERS, train_course_tokenizer
+    from minialbert.course.scale import SCALES
 
     if not course_corpus_cached():
         pytest.skip("the course corpus is not built here (python -m minialbert.corpus builds it)")
@@ -343,7 +343,7 @@ def test_retraining_the_shipped_tokenizer_gives_the_same_bytes():
 
 
 def test_cli_says_where_the_tokenizer_comes_from(capsys, monkeypatch, tmp_path):
-    from minialbert.__main__ import main
+    from minialbert.course.commands import main
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     assert main(["tokenizer", "--scale", "course"]) == 0

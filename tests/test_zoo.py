@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minialbert.checkpoint import find_checkpoint
-from minialbert.experiments import zoo, zoo_entries, zoo_ship
+from minialbert.course.experiments import zoo, zoo_entries, zoo_ship
+from minialbert.course.scale import SCALES
 from minialbert.model import AlbertForPretraining
 from minialbert.run_directory import RunLockedError, read_metrics, run_lock
-from minialbert.scale import SCALES
 
 SCALE = dataclasses.replace(SCALES["ci"], zoo_steps=4, pretrain_steps=2, warmup_steps=1, zoo_evals=2)
 
@@ -113,7 +113,7 @@ def test_evaluation_of_a_missing_entry_says_how_to_build_it():
 
 
 def test_cli_lists_and_rejects_unknown_names(capsys):
-    from minialbert.__main__ import main
+    from minialbert.course.commands import main
 
     assert main(["zoo", "--scale", "ci", "--list"]) == 0
     out = capsys.readouterr().out
@@ -126,7 +126,7 @@ def test_every_entry_resolves_and_the_cli_builds_one_of_each_kind(capsys, tmp_pa
     """Every entry's model and arguments are valid at ci scale; the CLI then trains one entry of each kind
     (shared, unshared at depth with its own schedule, length-balanced at the long budget). Lessons and
     their student versions build the other entries they read, under nbval and tests/test_student.py."""
-    from minialbert.__main__ import main
+    from minialbert.course.commands import main
 
     ci = SCALES["ci"]
     for e in zoo.ENTRIES.values():
@@ -219,8 +219,8 @@ def test_a_second_build_of_an_entry_stops_naming_the_first():
             zoo.load("albert-nsp", SCALE, progress=False)
         assert (run_dir / ".lock").exists()
     code = ("import dataclasses, sys, time\n"
-            "from minialbert.experiments import zoo\nfrom minialbert.run_directory import run_lock\n"
-            "from minialbert.scale import SCALES\n"
+            "from minialbert.course.experiments import zoo\nfrom minialbert.run_directory import run_lock\n"
+            "from minialbert.course.scale import SCALES\n"
             "s = dataclasses.replace(SCALES['ci'], zoo_steps=4, pretrain_steps=2, warmup_steps=1,\n"
             "                        zoo_evals=2)\n"
             "with run_lock(zoo.entry_dir(zoo.entry('albert-nsp'), s)):\n"
@@ -396,7 +396,7 @@ def test_an_entry_rebuilt_in_fresh_caches_has_the_same_bytes(tmp_path, monkeypat
 
 
 def test_cli_rebuild_retrains_from_scratch_and_compares(capsys):
-    from minialbert.__main__ import main
+    from minialbert.course.commands import main
 
     assert main(["zoo", "--scale", "ci", "--only", "albert-e16"]) == 0
     built = zoo.entry_dir(zoo.entry("albert-e16"), SCALES["ci"])

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 from matplotlib.textpath import TextPath
 
-from ..scale import SCALES, Scale
+from .scale import SCALES, Scale
 
 ROOT = Path(__file__).resolve().parents[2]
 DIAGRAM_DIR = ROOT / "assets" / "diagrams"
@@ -305,8 +305,8 @@ def masking_example(seed: int = MASKING_SEED, scale: Scale = SCALES["course"]):
     """(pieces, shown, masked) for MASKING_TEXT: the pieces of `scale`'s course tokenizer (the shipped one
     of the course scale unless told otherwise, whatever scale a lesson runs at: the picture stays one),
     the pieces the model sees, and `ngram_mask`'s result for `seed`."""
-    from ..corpus.course_data import course_tokenizer
     from ..masking import MaskingVocab, ngram_mask
+    from .data import course_tokenizer
 
     tokenizer = course_tokenizer(scale)                         # the shipped tokenizer, checked
     ids, _ = tokenizer.encode_pair(*MASKING_TEXT)

@@ -7,7 +7,7 @@ import platform
 
 import torch
 
-from ..scale import Scale
+from .scale import Scale
 
 REQUIRED = ("torch", "triton", "sentencepiece", "matplotlib", "ipywidgets", "jupyterlab", "nbval", "tqdm",
             "safetensors", "numpy")

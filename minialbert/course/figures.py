@@ -20,9 +20,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from ..scale import Scale
 from .lessons import lesson_sizes
 from .plots import ROOT, figure_dir, plot_history, plot_layer_transitions, plot_learning_curve, save_figure
+from .scale import Scale
 
 # figures whose numbers come from a command too long for `figures`: it redraws them from its JSON
 READS_COMMITTED = {
@@ -187,10 +187,10 @@ def ngram_span_lengths(scale: Scale):
     import random
     from collections import Counter
 
-    from ..corpus.course_data import course_pretraining_data, course_tokenizer
     from ..masking import MaskingVocab, ngram_mask, ngram_probabilities, official_span_lengths
     from ..pretraining_data import unmasked_ids
     from ..tokenizer import CLS_ID, SEP_ID
+    from .data import course_pretraining_data, course_tokenizer
 
     vocab = MaskingVocab.from_tokenizer(course_tokenizer(scale))
     train_sop = course_pretraining_data("sop", "train", scale)
@@ -238,7 +238,7 @@ def draw_pretraining_curves(numbers: dict):
 def pretraining_curves(scale: Scale):
     """Lesson 05's run is the zoo entry lesson-albert-sop: its metrics and its held-out evaluation (the
     one the lesson computes: the same model, data, baselines and sample)."""
-    from ..experiments import zoo
+    from .experiments import zoo
 
     zoo.load("lesson-albert-sop", scale, progress=False)          # shipped or built; never trained here
     history = zoo.metrics("lesson-albert-sop", scale)
@@ -258,8 +258,8 @@ def pretraining_curves(scale: Scale):
 @lru_cache(maxsize=2)
 def _heldout(scale: Scale):
     """Lesson 06's held-out text: batches of a fixed seeded sample of test sequences, and their documents."""
-    from ..corpus.course_data import course_pretraining_data
-    from ..experiments.analysis import heldout_batches, heldout_documents
+    from .data import course_pretraining_data
+    from .experiments.analysis import heldout_batches, heldout_documents
 
     test_data, sizes = course_pretraining_data("mlm", "test", scale), lesson_sizes(scale).smoothness
     return (heldout_batches(test_data, sizes.sequences, batch_size=sizes.batch_size),
@@ -269,7 +269,7 @@ def _heldout(scale: Scale):
 def smoothness_results(named_models: dict, batches, documents, **options) -> dict:
     """name -> LayerTransitions as a dict plus "measures" (curve_measures with 95% intervals from
     resampling the held-out documents): lesson 06's `transitions`, one pass over each model."""
-    from ..experiments.analysis import document_bootstrap, sequence_transitions, summarize_sequences
+    from .experiments.analysis import document_bootstrap, sequence_transitions, summarize_sequences
 
     out = {}
     for name, m in named_models.items():
@@ -282,7 +282,7 @@ def smoothness_results(named_models: dict, batches, documents, **options) -> dic
 
 def smoothness_numbers(results: dict, sources: dict, scale: Scale, documents, **extra) -> dict:
     """The JSON saved beside a lesson 06 figure: definition, data, interval, where every model came from."""
-    from ..experiments.analysis import DEFINITION, interval_note
+    from .experiments.analysis import DEFINITION, interval_note
 
     n = next(iter(results.values()))["sequences"]
     return {"definition": DEFINITION, "sequences": n, "interval": interval_note(n), "split": "test",
@@ -294,14 +294,14 @@ def smoothness_numbers(results: dict, sources: dict, scale: Scale, documents, **
 @lru_cache(maxsize=16)
 def _zoo_result(scale: Scale, name: str) -> dict:
     """One zoo model's smoothness_results entry (kept: several figures read the same model)."""
-    from ..experiments import zoo
+    from .experiments import zoo
 
     batches, documents = _heldout(scale)
     return smoothness_results({name: zoo.load(name, scale, progress=False)}, batches, documents)[name]
 
 
 def _zoo_transitions(scale: Scale, names: tuple[str, ...]):
-    from ..experiments import zoo
+    from .experiments import zoo
 
     for name in names:                                  # a missing entry fails before any model runs
         zoo.load(name, scale, progress=False)
@@ -363,8 +363,8 @@ def initial_model(name: str, scale: Scale):
     """The weights a zoo entry's run started from: pretrain() seeds, then builds the model."""
     import torch
 
-    from ..experiments import zoo
     from ..model import AlbertForPretraining
+    from .experiments import zoo
 
     torch.manual_seed(zoo.entry(name).seed)
     return AlbertForPretraining(zoo.entry_config(zoo.entry(name), scale), sentence_task="sop").eval()
@@ -372,8 +372,8 @@ def initial_model(name: str, scale: Scale):
 
 def layer_transitions_training(scale: Scale):
     from ..checkpoint import load_checkpoint
-    from ..experiments import zoo
-    from ..experiments.analysis import curve_measures, layer_transitions
+    from .experiments import zoo
+    from .experiments.analysis import curve_measures, layer_transitions
 
     zoo.load("albert-sop", scale, progress=False)
     batches, documents = _heldout(scale)

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..download import CACHE_ENV_VAR
-from ..scale import ENV_VAR as SCALE_ENV_VAR
 from .grade_log import GRADE_LOG_ENV
 from .grade_table import Grade, expected_items, graded_items, lesson_of
 from .notebooks import parse_notebook
+from .scale import ENV_VAR as SCALE_ENV_VAR
 
 SECONDS = 600                      # default time limit per submission (a ci lesson takes under a minute)
 MEMORY_MIB = 8192                  # default address-space limit of the kernel (a ci lesson peaks near 2 GiB)

@@ -1,9 +1,9 @@
 """What each lesson measures, at each scale: its sample sizes, step counts and seeds.
 
-A Scale (minialbert/scale.py) holds the sizes of the model and of its pretraining; what a lesson measures
-on top of that lives here, one small dataclass per experiment, each field named for what it sizes. The
-defaults are the course's values (the gpu scale uses them too); ci shrinks them to seconds, and a dry run
-to a handful of examples. A lesson's first cell (or the CLI, or `figures`) resolves them once, with
+A Scale (minialbert/course/scale.py) holds the sizes of the model and of its pretraining; what a lesson
+measures on top of that lives here, one small dataclass per experiment, each field named for what it
+sizes. The defaults are the course's values (the gpu scale uses them too); ci shrinks them to seconds, and
+a dry run to a handful of examples. A lesson's first cell (or the CLI, or `figures`) resolves them once, with
 `lesson_sizes(scale)`, and passes them down: experiments take them as arguments.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..experiments import long_text_ablation, order_control
-from ..experiments.ablation import AblationSizes
-from ..experiments.finetune import FinetuneArgs
-from ..experiments.long_text_ablation import LongTextSizes
-from ..experiments.order_control import OrderControlSizes
-from ..scale import Scale
+from ..finetune import FinetuneArgs
+from .experiments import long_text_ablation, order_control
+from .experiments.ablation import AblationSizes
+from .experiments.long_text_ablation import LongTextSizes
+from .experiments.order_control import OrderControlSizes
+from .scale import Scale
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,13 @@ import tarfile
 from pathlib import Path
 
 from ..corpus import COURSE_CORPUS_SHA256, COURSE_FORMAT, course_corpus
-from ..corpus.course_data import course_tokenizer, course_tokenizer_path, shipped_tokenizer_path
 from ..download import atomic_write, cache_dir
-from ..scale import DRY_RUN_SUFFIX, DRY_RUN_VAR, SCALES, Scale
+from .data import course_tokenizer, course_tokenizer_path, shipped_tokenizer_path
+from .scale import DRY_RUN_SUFFIX, DRY_RUN_VAR, SCALES, Scale
 
 MANIFEST = "MANIFEST.json"
 CORPORA = "corpora"                    # the cache folder of built corpora (corpus/__init__.py)
-TOKENIZERS = "tokenizers"              # the cache folder of trained tokenizers (course_data.py)
+TOKENIZERS = "tokenizers"              # the cache folder of trained tokenizers (course/data.py)
 PACK_FORMAT = 2                         # 2: xz (1 was gzip: 10.5 MiB for the gpu scale)
 MAX_PACK_BYTES = 48 * 2**20             # what a device call can carry beside the working tree
 MAX_UNPACKED_BYTES = 128 * 2**20        # a pack's members together, unpacked (the gpu scale's: 32 MiB)

@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import offset_copy
 
 from ..download import atomic_write_all
-from ..scale import Scale
+from .scale import Scale
 
 
 def _trailing_mean(values: list[float], window: int) -> list[float]:

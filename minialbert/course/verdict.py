@@ -57,7 +57,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..experiments.paired_bootstrap import paired_difference
+from .experiments.paired_bootstrap import paired_difference
 
 __all__ = ["BETTER", "DIRECTIONS", "LABELS", "RULES", "UNTESTABLE", "Verdict", "arm_over_seeds",
            "paired_difference", "t_quantile", "verdict"]

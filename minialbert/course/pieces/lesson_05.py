@@ -11,10 +11,10 @@ from torch import nn
 
 from ...config import IGNORE_INDEX
 from ...evaluation import evaluate_pretraining, summary_record
-from ...experiments.synthetic import permutation_chains
 from ...model import AlbertForPretraining, AlbertForSequenceClassification
 from ...optim import NO_DECAY, Lamb, make_optimizer, param_groups, trust_ratio, warmup_linear_decay
 from ...train import TrainArgs, pretrain, train_step
+from ..experiments.synthetic import permutation_chains
 from .checking import CHECK_CONFIG, Piece, difference, pretraining_batch, randn, short
 from .mistakes import left_out_operation, pattern
 

@@ -10,9 +10,9 @@ import torch.nn.functional as F
 
 from ...config import CLS_ID, SEP_ID
 from ...evaluation import wilson_interval
-from ...experiments.analysis import oscillation, sequence_transitions, total_variation, transition
 from ...model import AlbertForPretraining, AlbertForSequenceClassification
 from ...tokenizer import pair_layout
+from ..experiments.analysis import oscillation, sequence_transitions, total_variation, transition
 from .checking import CHECK_CONFIG, Piece, pretraining_batch, randn, randomize
 
 

@@ -11,8 +11,8 @@ from torch import nn
 
 from ...config import AlbertConfig
 from ...costs import count_parameters, forward_flops, parameter_breakdown
-from ...experiments.ablation import head_on_pairs
-from ...experiments.shortcut_rule import majority_by_cell
+from ..experiments.ablation import head_on_pairs
+from ..experiments.shortcut_rule import majority_by_cell
 from ..verdict import arm_over_seeds, t_quantile, verdict
 from .checking import CHECK_CONFIG, Piece, randn
 

@@ -15,8 +15,8 @@ import torch
 from ... import hf
 from ...config import IGNORE_INDEX, MASK_ID
 from ...evaluation import KINDS, position_kinds
-from ...experiments.layer_gradients import application_gradient_norms, untied
 from ...model import AlbertForPretraining
+from ..experiments.layer_gradients import application_gradient_norms, untied
 from .checking import CHECK_CONFIG, Piece, difference, pretraining_batch, randomize, short
 
 

@@ -26,12 +26,12 @@ from itertools import accumulate
 import torch
 from torch import nn
 
-from ..evaluation import sentence_metrics
-from ..model import AlbertForPretraining, AlbertModel
-from ..optim import make_optimizer, warmup_linear_decay
-from ..pretraining_data import unmasked_ids
-from ..pretraining_dataset import PretrainingDataset
-from ..tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
+from ...evaluation import sentence_metrics
+from ...model import AlbertForPretraining, AlbertModel
+from ...optim import make_optimizer, warmup_linear_decay
+from ...pretraining_data import unmasked_ids
+from ...pretraining_dataset import PretrainingDataset
+from ...tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
 from .ablation import fit_logistic, read_pairs
 from .paired_bootstrap import paired_difference
 

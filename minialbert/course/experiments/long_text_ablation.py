@@ -32,15 +32,15 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import IGNORE_INDEX
-from ..corpus import documents
-from ..corpus.course_data import course_tokenizer
-from ..evaluation import MLMBaselines, evaluation_sample
-from ..masking import MaskingVocab
-from ..model import AlbertForPretraining
-from ..pretraining_data import examples_from_token_documents
+from ...config import IGNORE_INDEX
+from ...corpus import documents
+from ...evaluation import MLMBaselines, evaluation_sample
+from ...masking import MaskingVocab
+from ...model import AlbertForPretraining
+from ...pretraining_data import examples_from_token_documents
+from ...segments import OFFICIAL
+from ..data import course_tokenizer
 from ..scale import Scale
-from ..segments import OFFICIAL
 from . import zoo
 from .ablation import joined, sampled
 from .mask_readings import mask_hits

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..segments import OFFICIAL, TWO_SENTENCE_CHUNKS
+from ...segments import OFFICIAL, TWO_SENTENCE_CHUNKS
 
 
 @dataclass(frozen=True)

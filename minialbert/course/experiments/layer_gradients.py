@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from ..model import AlbertForPretraining
+from ...model import AlbertForPretraining
 
 LAYER = re.compile(r"(albert\.encoder\.groups\.)(\d+)(\..*)")
 

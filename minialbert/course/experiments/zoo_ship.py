@@ -15,9 +15,9 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import MANIFEST, WEIGHTS_FILES, read_json, step_checkpoints
-from ..download import atomic_write, sha256_of, write_json
-from ..run_directory import read_metrics
+from ...checkpoint import MANIFEST, WEIGHTS_FILES, read_json, step_checkpoints
+from ...download import atomic_write, sha256_of, write_json
+from ...run_directory import read_metrics
 from ..scale import Scale
 from .zoo import (
     RECIPE_VERSION,

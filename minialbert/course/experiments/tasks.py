@@ -32,11 +32,11 @@ import random
 from functools import partial
 from pathlib import Path
 
-from ..corpus import documents
+from ...corpus import documents
+from ...glue import GLUE, default_glue_dir, load_glue
+from ...labelled_task import SPLITS, Example, Task
+from ...sentences import Document
 from ..scale import Scale
-from ..sentences import Document
-from .glue import GLUE, default_glue_dir, load_glue
-from .labelled_task import SPLITS, Example, Task
 
 CORPUS_SPLIT = {"train": "train", "dev": "valid", "test": "test"}   # task split -> corpus document split
 
@@ -187,7 +187,7 @@ def load_task(name: str, scale: Scale | None = None, glue_dir: str | Path | None
     if name in OFFLINE_TASKS:
         if scale is None:
             raise ValueError(f"task {name!r} is built from a scale's corpus: pass the Scale "
-                             "(minialbert.scale.current_scale())")
+                             "(minialbert.course.scale.current_scale())")
         return OFFLINE_TASKS[name](scale.corpus, scale.max_documents)
     if name in GLUE:
         return load_glue(name, glue_dir if glue_dir is not None else default_glue_dir())

@@ -18,9 +18,11 @@ The model's vocabulary and positions come from the scale's preset (config.PRESET
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, replace
 
-from .config import PRESETS, AlbertConfig
+from ..config import PRESETS, AlbertConfig
+from ..train import TrainArgs
 
 ENV_VAR = "MINIALBERT_SCALE"
 
@@ -109,7 +111,7 @@ DRY_RUN_SUFFIX = "-dry"
 DRY_RUN = dict(
     # The small corpus embedded in the package: no download. 800 of its train documents still train the
     # gpu scale's 6000-piece tokenizer (600 do not: SentencePiece stops at 5992 pieces); fewer
-    # documents, or a larger vocabulary, fail with a one-line error naming the scale (course_data.py).
+    # documents, or a larger vocabulary, fail with a one-line error naming the scale (course/data.py).
     # What the lessons measure is shortened beside them (course/lessons.py, dry_run_sizes).
     corpus="pydocs", max_documents=800,
     batch_size=2, pretrain_steps=2, warmup_steps=1, eval_every=1, dupe_factor=1, zoo_steps=2, zoo_evals=2,
@@ -148,3 +150,16 @@ def current_scale(name: str | Scale | None = None) -> Scale:
         given = f"{ENV_VAR}={name!r}" if source == ENV_VAR else f"scale {name!r}"
         raise ValueError(f"unknown {given}; choose one of {', '.join(SCALES)}")
     return dry_run(SCALES[name]) if dry else SCALES[name]
+
+
+def train_args_of(s: Scale, **changes) -> TrainArgs:
+    """The scale's training arguments (batch size, steps, lr, warmup, eval cadence), with some changed."""
+    base = dict(steps=s.pretrain_steps, batch_size=s.batch_size, lr=s.learning_rate,
+                warmup=s.warmup_steps, eval_every=s.eval_every, checkpoint_every=s.eval_every,
+                optimizer=s.optimizer, eval_examples=s.eval_examples)
+    steps = changes.get("steps", base["steps"])
+    if "warmup" not in changes and isinstance(steps, int) and 0 <= steps < base["warmup"]:
+        warnings.warn(f"the {s.name} scale's warmup of {base['warmup']} steps is longer than "
+                      f"steps={steps}: using warmup={steps} (pass warmup to choose)", stacklevel=2)
+        base["warmup"] = steps
+    return TrainArgs(**{**base, **changes})

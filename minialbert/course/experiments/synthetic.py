@@ -14,9 +14,9 @@ import random
 
 import torch
 
-from ..config import IGNORE_INDEX
-from ..pretraining_data import PretrainingDataset
-from ..tokenizer import CLS_ID, MASK_ID, SEP_ID
+from ...config import IGNORE_INDEX
+from ...pretraining_data import PretrainingDataset
+from ...tokenizer import CLS_ID, MASK_ID, SEP_ID
 
 FIRST_REAL = 5                 # ids 0-4 are <pad>, <unk>, [CLS], [SEP], [MASK]
 

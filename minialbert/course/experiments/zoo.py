@@ -33,21 +33,27 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ..checkpoint import load_checkpoint, newest_verified_checkpoint, read_json, recover_run, step_checkpoints
-from ..config import AlbertConfig
-from ..corpus.course_data import course_pretraining_data, pretraining_data_key
-from ..download import cache_dir, sha256_of, write_json
-from ..evaluation import MLMBaselines, evaluate_pretraining
-from ..model import AlbertForPretraining
-from ..pretraining_dataset import PretrainingDataset
-from ..run_directory import read_metrics, run_lock
-from ..scale import Scale
-from ..train import TrainArgs, pretrain
+from ...checkpoint import (
+    load_checkpoint,
+    newest_verified_checkpoint,
+    read_json,
+    recover_run,
+    step_checkpoints,
+)
+from ...config import AlbertConfig
+from ...download import cache_dir, sha256_of, write_json
+from ...evaluation import MLMBaselines, evaluate_pretraining
+from ...model import AlbertForPretraining
+from ...pretraining_dataset import PretrainingDataset
+from ...run_directory import read_metrics, run_lock
+from ...train import TrainArgs, pretrain
+from ..data import course_pretraining_data, pretraining_data_key
+from ..scale import Scale, train_args_of
 from .zoo_entries import ENTRIES, Entry
 
 RECIPE_VERSION = 3        # bump when a code change alters what the same settings train to
 ZOO_FORMAT = 1            # the shipped folder's layout (zoo/v<ZOO_FORMAT>/)
-SHIPPED_ROOT = Path(__file__).resolve().parents[2] / "zoo" / f"v{ZOO_FORMAT}"
+SHIPPED_ROOT = Path(__file__).resolve().parents[3] / "zoo" / f"v{ZOO_FORMAT}"
 SHIPPED_MANIFEST = "MANIFEST.json"   # {"entries": {name: dir name}, "files": {path: sha256}, ...}
 CURVE_EXAMPLES = 10_000              # held-out examples per evaluation along training (all when fewer)
 # Optimizers keyed by the name they had when the entries trained with them were keyed (optim.py: LAMB with
@@ -74,11 +80,11 @@ def entry_args(e: Entry, scale: Scale) -> TrainArgs:
     warmup = min(steps, round(scale.warmup_steps * e.warmup_factor))
     # Every evaluation's checkpoint is kept: the lessons study how a model changes along training. The
     # evaluations along training read a fixed sample of the held-out split; evaluation.json all of it.
-    return TrainArgs.from_scale(scale, objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,
-                                lr=scale.learning_rate * e.lr_factor, warmup=warmup,
-                                optimizer=e.optimizer or scale.optimizer,
-                                checkpoint_every=eval_every, keep_last=scale.zoo_evals + 1,
-                                eval_examples=min(CURVE_EXAMPLES, scale.eval_examples or CURVE_EXAMPLES))
+    return train_args_of(scale, objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,
+                         lr=scale.learning_rate * e.lr_factor, warmup=warmup,
+                         optimizer=e.optimizer or scale.optimizer,
+                         checkpoint_every=eval_every, keep_last=scale.zoo_evals + 1,
+                         eval_examples=min(CURVE_EXAMPLES, scale.eval_examples or CURVE_EXAMPLES))
 
 
 class ZooEntryMissing(FileNotFoundError):

@@ -42,16 +42,16 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..config import OBJECTIVES
-from ..corpus.course_data import course_pretraining_data, course_tokenizer
-from ..evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics, wilson_interval
-from ..model import AlbertForPretraining
-from ..pretraining_data import PretrainingDataset, collate, unmasked_ids
+from ...config import OBJECTIVES
+from ...evaluation import evaluate_pretraining, evaluation_sample, sentence_metrics, wilson_interval
+from ...finetune import FinetuneArgs, curve_summary, learning_curve
+from ...model import AlbertForPretraining
+from ...pretraining_data import PretrainingDataset, collate, unmasked_ids
+from ...segments import TWO_SENTENCE_CHUNKS, length_balanced
+from ...tokenizer import Tokenizer
+from ..data import course_pretraining_data, course_tokenizer
 from ..scale import Scale
-from ..segments import TWO_SENTENCE_CHUNKS, length_balanced
-from ..tokenizer import Tokenizer
 from . import zoo
-from .finetune import FinetuneArgs, curve_summary, learning_curve
 from .shortcut_rule import majority_by_cell
 from .tasks import load_task
 

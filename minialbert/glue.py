@@ -10,7 +10,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..download import atomic_write, cache_dir, download
+from .download import atomic_write, cache_dir, download
 from .labelled_task import Example, Task
 
 

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from ..config import IGNORE_INDEX
-from ..model import AlbertForPretraining
-from ..pretraining_data import collate
-from ..tokenizer import MASK_ID
+from ...config import IGNORE_INDEX
+from ...model import AlbertForPretraining
+from ...pretraining_data import collate
+from ...tokenizer import MASK_ID
 from .paired_bootstrap import paired_difference
 
 __all__ = ["mask_hits", "paired_mask_difference", "read_arms"]

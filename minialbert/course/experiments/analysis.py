@@ -36,12 +36,12 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .. import hf
-from ..config import IGNORE_INDEX
-from ..download import DownloadError
-from ..evaluation import evaluation_sample
-from ..pretraining_data import collate, unmasked_ids
-from ..tokenizer import Tokenizer
+from ... import hf
+from ...config import IGNORE_INDEX
+from ...download import DownloadError
+from ...evaluation import evaluation_sample
+from ...pretraining_data import collate, unmasked_ids
+from ...tokenizer import Tokenizer
 
 TOKEN_CHOICES = ("all", "cls")
 EMPTY = ("empty batch list: layer_transitions needs at least one batch with a real token "

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from ..corpus import COURSE_CORPUS_SHA256, documents
 from ..download import cache_dir, read_checked, write_checked
 from ..pretraining_data import COURSE_SEED, PretrainingDataset, build_examples, documents_digest, examples_key
-from ..scale import Scale
 from ..segments import OFFICIAL
 from ..tokenizer import TOKENIZER_FORMAT, Tokenizer
-from . import COURSE_CORPUS_SHA256, documents
+from .scale import Scale
 
 # The tokenizers shipped with the package (minialbert/tokenizers/<corpus>-<vocab_size>.model), each
 # trained by `train_course_tokenizer` on the whole train split of its corpus, so the course never

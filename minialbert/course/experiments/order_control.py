@@ -54,21 +54,21 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import OBJECTIVES, AlbertConfig
-from ..corpus.ordered import ordered_documents
-from ..evaluation import (
+from ...config import OBJECTIVES, AlbertConfig
+from ...corpus.ordered import ordered_documents
+from ...evaluation import (
     MLMBaselines,
     clustered_proportion,
     evaluate_pretraining,
     evaluation_sample,
 )
-from ..masking import MASK_RATE, MaskingVocab
-from ..model import AlbertForPretraining
-from ..pretraining_data import examples_from_token_documents
-from ..pretraining_dataset import PretrainingDataset
-from ..segments import OFFICIAL
-from ..tokenizer import Tokenizer
-from ..train import TrainArgs, pretrain
+from ...masking import MASK_RATE, MaskingVocab
+from ...model import AlbertForPretraining
+from ...pretraining_data import examples_from_token_documents
+from ...pretraining_dataset import PretrainingDataset
+from ...segments import OFFICIAL
+from ...tokenizer import Tokenizer
+from ...train import TrainArgs, pretrain
 from .ablation import length_shortcut, read_pairs
 from .pair_readings import (
     CHOICES,

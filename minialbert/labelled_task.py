@@ -9,7 +9,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..evaluation import task_metrics
+from .evaluation import task_metrics
 
 SPLITS = ("train", "dev", "test")
 

@@ -20,17 +20,17 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ..checkpoint import NonFiniteError, find_checkpoint, load_checkpoint, save_checkpoint
-from ..config import AlbertConfig
-from ..device import choose_device, choose_precision
-from ..evaluation import task_metrics
-from ..inputs import check_batch
-from ..model import AlbertForPretraining, AlbertForSequenceClassification
-from ..optim import make_optimizer, warmup_linear_decay
-from ..run_directory import RunDirectory
-from ..tokenizer import PAD_ID
-from ..train import StepBatches, optimizer_step
+from .checkpoint import NonFiniteError, find_checkpoint, load_checkpoint, save_checkpoint
+from .config import AlbertConfig
+from .device import choose_device, choose_precision
+from .evaluation import task_metrics
+from .inputs import check_batch
 from .labelled_task import Example, Task
+from .model import AlbertForPretraining, AlbertForSequenceClassification
+from .optim import make_optimizer, warmup_linear_decay
+from .run_directory import RunDirectory
+from .tokenizer import PAD_ID
+from .train import StepBatches, optimizer_step
 
 
 # ---------------------------------------------------------------------------------- data

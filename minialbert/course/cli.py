@@ -2,7 +2,7 @@
 
 Every subcommand takes --scale, --debug and --quiet from one parent parser; choices come from the
 package's registries (objectives, optimizers, scales), and pretrain's defaults from TrainArgs. The
-commands themselves are in __main__.py.
+commands themselves are in commands.py.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .compiling import COMPILE_MODES
-from .config import OBJECTIVES
-from .optim import OPTIMIZERS
+from ..compiling import COMPILE_MODES
+from ..config import OBJECTIVES
+from ..optim import OPTIMIZERS
+from ..segments import OFFICIAL, SEGMENTINGS
+from ..train import TrainArgs
 from .scale import SCALES
-from .segments import OFFICIAL, SEGMENTINGS
-from .train import TrainArgs
 
 TRAIN_DEFAULTS = TrainArgs()        # the training arguments' own defaults, for the help texts
 
@@ -95,7 +95,7 @@ def device_options(p: Parser, compile: bool) -> None:
 
 def add_pretrain(command: Callable[..., Parser]) -> None:
     """`pretrain`: the run directory, resuming, the model, and the training arguments. An option left out
-    is None: TrainArgs (or TrainArgs.from_scale) supplies it, and the help reads its default there."""
+    is None: TrainArgs (or scale.train_args_of) supplies it, and the help reads its default there."""
     pre = command("pretrain", help="pretrain a model on the course corpus",
                          description="Pretrain ALBERT (or its BERT twin) with MLM, MLM+NSP or MLM+SOP. "
                                      "Options left out take the scale's values. Launch with torchrun "
@@ -193,18 +193,19 @@ def add_ablation(command: Callable[..., Parser]) -> None:
                                      "the figure. Builds the zoo entries it needs that are missing.")
     abl.add_argument("--arms", help="comma-separated arms: an objective, or sop-balanced (SOP on "
                                     "length-balanced pairs) (default: all of them, "
-                                    "minialbert.experiments.ablation.ARMS)")
+                                    "minialbert.course.experiments.ablation.ARMS)")
     abl.add_argument("--seeds", type=positive_int,
                      help="pretraining seeds per arm (zoo entries; default: the scale's)")
     abl.add_argument("--no-downstream", action="store_true", help="skip the fine-tuning part")
     which = abl.add_mutually_exclusive_group()
     which.add_argument("--long-text", action="store_true",
                        help="read the 128-token arms instead (a masked-LM trunk, then MLM / NSP / SOP "
-                            "branches, two seeds: minialbert.experiments.long_text_ablation) and write "
-                            "long_text_ablation.json")
+                            "branches, two seeds: minialbert.course.experiments.long_text_ablation) and "
+                            "write long_text_ablation.json")
     which.add_argument("--order-control", action="store_true",
                        help="run the positive control instead (the three arms on the generated `ordered` "
-                            "corpus: minialbert.experiments.order_control) and write order_control.json")
+                            "corpus: minialbert.course.experiments.order_control) and write "
+                            "order_control.json")
     abl.add_argument("--out", type=directory, metavar="DIR",
                      help="where the JSON (and nsp_vs_sop.png) go (default: the scale's figure directory)")
 
@@ -334,8 +335,8 @@ def add_smoothness(command: Callable[..., Parser]) -> None:
                         description="For each model, the mean L2 distance and angle (degrees) between the "
                                     "input and output of every layer, averaged over the chosen tokens of "
                                     "each held-out sequence and then over sequences, with a 95%% interval "
-                                    "over sequences (see minialbert/experiments/analysis.py for the exact "
-                                    "definition). "
+                                    "over sequences (see minialbert/course/experiments/analysis.py for the "
+                                    "exact definition). "
                                     "Writes NAME.png and NAME.json to --out.")
     sm.add_argument("--checkpoint", action="append", default=[], type=Path,
                     help="a run directory or one of its step-* directories (repeatable)")
