@@ -132,7 +132,10 @@ def build(name: str, cfg: ma.AlbertConfig, device, precision: Precision, targs: 
             loss.item()                                   # what a loop logs: one read, as ours
         return hf_step
     backend, _, how = name.partition("+")
-    model = ma.AlbertForPretraining(cfg.replace(attention_backend=backend), "sop").to(device).train()
+    kernel, _, version = backend.partition("-v")                  # "triton-v2": the kernel's version 2
+    model = ma.AlbertForPretraining(cfg.replace(attention_backend=kernel), "sop").to(device).train()
+    if version:
+        ma.use_kernel_version(model, int(version))
     net, compiler = model, "eager" if dry_run else "inductor"     # the dry run checks graphs, not inductor
     if how == "compile":
         net = compiled(model, backend=compiler)

@@ -3,11 +3,11 @@
 from . import hf
 from .config import PRESETS, AlbertConfig
 from .costs import count_parameters, forward_flops, parameter_breakdown
-from .model import AlbertForPretraining, AlbertForSequenceClassification, AlbertModel
+from .model import AlbertForPretraining, AlbertForSequenceClassification, AlbertModel, use_kernel_version
 
 __all__ = ["PRESETS", "AlbertConfig", "AlbertModel", "AlbertForPretraining",
            "AlbertForSequenceClassification", "count_parameters",
-           "forward_flops", "parameter_breakdown", "hf"]
+           "forward_flops", "parameter_breakdown", "use_kernel_version", "hf"]
 __version__ = "0.1.0"
 
 

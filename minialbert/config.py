@@ -20,7 +20,7 @@ from pathlib import Path
 SHARING = ("all", "attention", "ffn", "none")
 MAX_INITIALIZER_RANGE = 1.0        # std of N(0, std) initial weights; the paper's models use 0.02
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
-ATTENTION_BACKENDS = ("math", "sdpa", "triton", "triton-v2")   # triton-v2: fused_attention(version=2)
+ATTENTION_BACKENDS = ("math", "sdpa", "triton")   # triton: its version is the kernel's (use_kernel_version)
 # Pretraining objective -> the sentence head it trains: MLM alone, MLM + NSP (BERT), MLM + SOP (ALBERT).
 # The one registry: data, model, training, CLI choices and the ablation's arms all read it.
 OBJECTIVES = {"mlm": None, "nsp": "nsp", "sop": "sop"}
@@ -54,7 +54,7 @@ class AlbertConfig:
                                           # i // (num_layers / groups), HF's layout;
     inner_group_num: int = 1             # each group holds inner_group_num distinct layers
     embedding_projection: bool = True    # E -> H linear map; BERT has none (E must equal H)
-    attention_backend: str = "sdpa"      # math (explicit, for teaching) | sdpa (fused) | triton | triton-v2
+    attention_backend: str = "sdpa"      # math (explicit, for teaching) | sdpa (fused) | triton
     pad_token_id: int = 0
 
     def __post_init__(self) -> None:
@@ -96,12 +96,15 @@ class AlbertConfig:
         if self.pad_token_id >= self.vocab_size:
             raise ValueError(f"pad_token_id {self.pad_token_id} must be a valid id below vocab_size "
                              f"{self.vocab_size}")
+        if self.attention_backend == "triton-v2":
+            raise ValueError("attention_backend 'triton-v2' is attention_backend='triton' with "
+                             "model.use_kernel_version(model, 2): the kernel's version is its own setting")
         for name, allowed in (("sharing", SHARING), ("hidden_act", ACTIVATIONS),
                               ("attention_backend", ATTENTION_BACKENDS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"unknown {name} {getattr(self, name)!r}; "
                                  f"choose one of {', '.join(allowed)}")
-        if self.attention_backend.startswith("triton") and self.attention_dropout_prob > 0:
+        if self.attention_backend == "triton" and self.attention_dropout_prob > 0:
             raise ValueError(f"attention_backend={self.attention_backend!r} has no attention dropout; set "
                              f"attention_dropout_prob=0 (got {self.attention_dropout_prob}) or use 'sdpa'")
         if self.hidden_size % self.num_heads:

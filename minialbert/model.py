@@ -74,10 +74,15 @@ def sdpa_attention(q, k, v, attend, key_lengths=None, dropout_p: float = 0.0):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=dropout_p)
 
 
-def triton_attention(version: int):
+def triton_attention(version: int | None = None):
     """The course's Triton kernel (kernels/), which reads the key lengths instead of the mask: it skips the
-    padded keys' tiles. Imported only when asked for, so a missing Triton fails when the model is built."""
-    from .kernels import fused_attention
+    padded keys' tiles. `version`: the kernel's own setting (kernels.VERSIONS; None: its DEFAULT_VERSION).
+    Imported only when asked for, so a missing Triton fails when the model is built."""
+    from .kernels import DEFAULT_VERSION, VERSIONS, fused_attention
+
+    version = DEFAULT_VERSION if version is None else version
+    if version not in VERSIONS:
+        raise ValueError(f"kernel version must be one of {VERSIONS}, got {version!r}")
 
     def attention(q, k, v, attend, key_lengths=None, dropout_p: float = 0.0):   # config refuses dropout
         if key_lengths is None:                   # a layer called alone: the lengths of its right-padded mask
@@ -89,8 +94,20 @@ def triton_attention(version: int):
 
 # attention_backend -> the attention function: each takes (q, k, v, attend, key_lengths, dropout_p) and
 # returns (B, h, N, d). A model binds one when it is built; its forward tests no name.
-ATTENTION = {"math": lambda: math_attention, "sdpa": lambda: sdpa_attention,
-             "triton": lambda: triton_attention(version=1), "triton-v2": lambda: triton_attention(version=2)}
+ATTENTION = {"math": lambda: math_attention, "sdpa": lambda: sdpa_attention, "triton": triton_attention}
+
+
+def use_kernel_version(model: nn.Module, version: int) -> nn.Module:
+    """Every attention layer of `model`, built with attention_backend="triton", rebound to version `version`
+    of the kernel (kernels/attention.py: 1, the split backward; 2, the fused one). Which kernel runs is a
+    setting of the kernel, not of the model's config. Returns the model."""
+    layers = [m for m in model.modules() if isinstance(m, SelfAttention)]
+    if not layers or not all(hasattr(m.attention_fn, "kernel_version") for m in layers):
+        raise ValueError("use_kernel_version needs a model built with attention_backend='triton'")
+    attention = triton_attention(version)
+    for layer in layers:
+        layer.attention_fn = attention
+    return model
 
 
 class SelfAttention(nn.Module):

@@ -229,10 +229,10 @@ def tiny_config(backend):
                            attention_backend=backend)
 
 
-@pytest.mark.parametrize("backend", ["triton", "triton-v2"])
-def test_model_with_triton_backend_equals_sdpa(backend):
+@pytest.mark.parametrize("version", [1, 2])
+def test_model_with_triton_backend_equals_sdpa(version):
     torch.manual_seed(0)
-    triton_model = ma.AlbertForPretraining(tiny_config(backend)).to(DEVICE)
+    triton_model = ma.use_kernel_version(ma.AlbertForPretraining(tiny_config("triton")).to(DEVICE), version)
     sdpa_model = ma.AlbertForPretraining(tiny_config("sdpa")).to(DEVICE)
     sdpa_model.load_state_dict(triton_model.state_dict())
     B, N = 3, 40

@@ -291,14 +291,16 @@ def padded_batch(cfg):
     return tuple(t.to(DEVICE) for t in (ids, types, mask, labels))
 
 
-@pytest.mark.parametrize("backend", ["sdpa", "triton", "triton-v2"])
-def test_the_training_forward_compiles_without_graph_breaks(backend):
+@pytest.mark.parametrize("backend, version", [("sdpa", None), ("triton", 1), ("triton", 2)])
+def test_the_training_forward_compiles_without_graph_breaks(backend, version):
     """One graph for every backend: the Triton kernels enter it as one opaque operator each way
     (kernels/attention.py), so torch.compile can replay the whole forward and backward as CUDA graphs."""
-    if backend.startswith("triton"):
+    if backend == "triton":
         pytest.importorskip("triton")
     cfg = AlbertConfig.preset("ci-albert").replace(attention_backend=backend, attention_dropout_prob=0.0)
     net = model(cfg).train().to(DEVICE)
+    if version is not None:
+        ma.use_kernel_version(net, version)
     ids, types, mask, labels = padded_batch(cfg)
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):   # as train.compiled sets it
         explained = torch._dynamo.explain(net)(ids, types, mask, mlm_labels=labels,
@@ -314,9 +316,9 @@ def test_graphed_layers_with_the_triton_kernel_give_eager_loss_and_gradients_und
     pytest.importorskip("triton")
     from minialbert.compiling import graphed_layers
 
-    cfg = AlbertConfig.preset("ci-albert").replace(attention_backend="triton-v2", attention_dropout_prob=0.0,
+    cfg = AlbertConfig.preset("ci-albert").replace(attention_backend="triton", attention_dropout_prob=0.0,
                                                    hidden_dropout_prob=0.0)
-    net = model(cfg).train().to(DEVICE)
+    net = ma.use_kernel_version(model(cfg).train().to(DEVICE), 2)
     ids, types, mask, labels = padded_batch(cfg)
 
     def loss_and_grads():
@@ -338,16 +340,23 @@ def test_graphed_layers_with_the_triton_kernel_give_eager_loss_and_gradients_und
 def test_triton_with_attention_dropout_fails_when_configured():
     with pytest.raises(ValueError, match="has no attention dropout"):
         tiny(attention_backend="triton", attention_dropout_prob=0.1)
-    with pytest.raises(ValueError, match="has no attention dropout"):
-        tiny(attention_backend="triton-v2", attention_dropout_prob=0.1)
+    with pytest.raises(ValueError, match="use_kernel_version"):
+        tiny(attention_backend="triton-v2")
 
 
-def test_triton_backends_are_chosen_when_the_model_is_built():
+def test_the_kernel_version_is_the_kernels_setting_bound_on_every_layer():
     pytest.importorskip("triton")
-    attention = ma.AlbertModel(tiny(attention_backend="triton")).encoder.groups[0][0].attention
-    assert attention.attention_fn.kernel_version == 1
-    attention = ma.AlbertModel(tiny(attention_backend="triton-v2")).encoder.groups[0][0].attention
-    assert attention.attention_fn.kernel_version == 2
+    from minialbert.kernels import DEFAULT_VERSION
+
+    net = ma.AlbertModel(tiny(attention_backend="triton", sharing="none"))
+    layers = [m for m in net.modules() if isinstance(m, ma.model.SelfAttention)]
+    assert len(layers) > 1 and {m.attention_fn.kernel_version for m in layers} == {DEFAULT_VERSION}
+    assert ma.use_kernel_version(net, 2) is net
+    assert {m.attention_fn.kernel_version for m in layers} == {2}
+    with pytest.raises(ValueError, match="kernel version must be one of"):
+        ma.use_kernel_version(net, 3)
+    with pytest.raises(ValueError, match="attention_backend='triton'"):
+        ma.use_kernel_version(ma.AlbertModel(tiny(attention_backend="sdpa")), 2)
 
 
 def test_every_configurable_backend_has_an_attention_function():

@@ -7,8 +7,8 @@ as one of two equivalent pieces of autograd glue:
 - under torch.compile, the operator torch.ops.minialbert.fused_attention (and its backward), which the
   compiler treats as one opaque call with a known output shape. It does not trace into the kernels' Python
   (tile lookup and tuning, buffers kept per shape), which it cannot follow, so a model with
-  attention_backend="triton" or "triton-v2" compiles as one graph. Its host time does not matter there:
-  with mode="reduce-overhead" the whole graph, these launches included, replays as a CUDA graph.
+  attention_backend="triton" (either kernel version) compiles as one graph. Its host time does not matter
+  there: with mode="reduce-overhead" the whole graph, these launches included, replays as a CUDA graph.
 """
 
 from __future__ import annotations
