@@ -95,7 +95,7 @@ def neighbours_only(enabled: bool):
 
 
 def run(name: str, c: dict) -> dict:
-    tokenizer = course_tokenizer(SCALES["course"])
+    tokenizer = course_tokenizer(SCALES["course"].data)
     train, valid = (build_examples(course_documents(split), tokenizer, "sop", c["seq"], COURSE_SEED,
                                    dupe_factor=c["dupe_factor"], mask_rate=c["mask_rate"])
                     for split in ("train", "valid"))

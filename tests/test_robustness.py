@@ -22,7 +22,7 @@ from minialbert.checkpoint import NonFiniteError, find_checkpoint, load_checkpoi
 from minialbert.config import AlbertConfig
 from minialbert.costs import count_parameters
 from minialbert.course.commands import main
-from minialbert.course.scale import SCALES, train_args_of
+from minialbert.course.scale import SCALES
 from minialbert.inputs import check_batch
 from minialbert.model import AlbertForPretraining, AlbertModel
 from minialbert.run_directory import RunLockedError, read_metrics, run_lock
@@ -96,9 +96,9 @@ def test_bad_hyper_parameters_are_refused_before_anything_is_written(change, mes
 
 def test_scale_warmup_is_clamped_to_a_short_run_with_a_warning():
     with pytest.warns(UserWarning, match="warmup of 5 steps is longer than steps=3: using warmup=3"):
-        assert train_args_of(SCALES["ci"], steps=3).warmup == 3
+        assert SCALES["ci"].recipe.train_args(steps=3).warmup == 3
     with pytest.raises(ValueError, match="warmup 5 must be between 0 and steps 3"):
-        train_args_of(SCALES["ci"], steps=3, warmup=5)               # the user's own value: refused
+        SCALES["ci"].recipe.train_args(steps=3, warmup=5)               # the user's own value: refused
 
 
 def test_a_non_finite_loss_stops_the_run_and_latest_stays_good(tmp_path):
@@ -339,12 +339,12 @@ def test_a_replaced_tokenizer_cache_is_rebuilt(tmp_path, monkeypatch):
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     monkeypatch.setitem(PRESETS, "tiny-albert", {**PRESETS["ci-albert"], "vocab_size": 300})
-    scale = dataclasses.replace(SCALES["ci"], albert_preset="tiny-albert", max_documents=40)
-    tok = course_tokenizer(scale)
+    scale = SCALES["ci"].replace(albert_preset="tiny-albert", max_documents=40)
+    tok = course_tokenizer(scale.data)
     [path] = (tmp_path / "tokenizers").glob("*.model")
     Tokenizer.train(SENTENCES, vocab_size=120).save(path)                   # another valid model
     with pytest.warns(UserWarning, match="is damaged"):
-        assert course_tokenizer(scale).model_proto == tok.model_proto
+        assert course_tokenizer(scale.data).model_proto == tok.model_proto
 
 
 def test_metrics_of_a_run_are_strict_json(tmp_path):
@@ -418,12 +418,12 @@ def test_a_tokenizer_cache_with_other_settings_is_rebuilt(tmp_path, monkeypatch)
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     monkeypatch.setitem(PRESETS, "tiny-albert", {**PRESETS["ci-albert"], "vocab_size": 300})
-    scale = dataclasses.replace(SCALES["ci"], albert_preset="tiny-albert", max_documents=40)
-    tok = course_tokenizer(scale)
+    scale = SCALES["ci"].replace(albert_preset="tiny-albert", max_documents=40)
+    tok = course_tokenizer(scale.data)
     [path] = (tmp_path / "tokenizers").glob("*.model")
     download.write_checked(path, Tokenizer.train(SENTENCES, vocab_size=120).model_proto)   # checksum matches
     with pytest.warns(UserWarning, match="holds 120 pieces, not the 300 its settings ask for; rebuilding"):
-        assert course_tokenizer(scale).model_proto == tok.model_proto
+        assert course_tokenizer(scale.data).model_proto == tok.model_proto
 
 
 def test_hf_weights_without_the_pooler_are_reported():
