@@ -182,12 +182,12 @@ def budgeted_schedule(scale: Scale, steps: int) -> dict:
 def calibrate(cfg, scale: Scale, train) -> float:
     """Median seconds per optimizer step of the scale's model and batch on this machine (CALIBRATION_STEPS
     of a throwaway model: the median of step-to-step times leaves out the first step's warm-up)."""
-    from minialbert.train import pretrain
+    from minialbert.train import RunOptions, pretrain
 
     steps = min(CALIBRATION_STEPS, max(2, scale.recipe.pretrain_steps))       # a dry run's cap holds here too
     args = scale.recipe.train_args(objective=OBJECTIVE, steps=steps, warmup=1, eval_every=0,
                                 checkpoint_every=0)
-    result = pretrain(cfg, args, train, None, progress=False)
+    result = pretrain(cfg, args, train, options=RunOptions(progress=False))
     return step_seconds(result.history)["median"]
 
 
@@ -243,8 +243,8 @@ def train_budgeted(scale: Scale, minutes: float, progress: bool,
     """Build the data, time the first steps, train for `minutes` (on the GPU where there is one, as
     train.pretrain chooses), evaluate beside the baselines; returns the model and the record."""
     from minialbert.course.data import course_pretraining_data
-    from minialbert.evaluation import MLMBaselines, evaluate_pretraining, format_report
-    from minialbert.train import pretrain
+    from minialbert.evaluation import MLMBaselines, evaluate_pretraining, format_report, pretraining_evaluator
+    from minialbert.train import RunOptions, pretrain
 
     seconds = {}
     start = time.perf_counter()
@@ -264,7 +264,8 @@ def train_budgeted(scale: Scale, minutes: float, progress: bool,
                                 eval_every=plan["eval_every"], checkpoint_every=0,
                                 eval_examples=scale.recipe.eval_examples or CURVE_EXAMPLES)
     start = time.perf_counter()
-    result = pretrain(cfg, args, train, valid, progress=progress)
+    result = pretrain(cfg, args, train, pretraining_evaluator(valid, cfg, args),
+                      RunOptions(progress=progress))
     seconds["training_with_evaluations"] = time.perf_counter() - start
     start = time.perf_counter()
     baselines = MLMBaselines.fit(train, cfg.vocab_size)

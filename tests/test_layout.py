@@ -260,3 +260,14 @@ def test_the_signature_count_sees_a_scale():
               "def c(data: Data, models: Models): ...\ndef d(x, *, wanted: 'Scale | None'): ...\n")
     assert [f.split(" ")[1] for f in scale_signatures(source, "probe.py")] == ["a", "b", "d"]
     assert scale_signatures("def f(q, scale):\n    return q * scale\n", "kernel.py") == []   # a float
+
+
+def test_the_loop_takes_few_parameters_and_no_evaluation_code():
+    """pretrain takes what it trains, on what, an evaluation callback and its run options (six or fewer);
+    train.py imports no evaluation code: its caller passes the evaluation."""
+    path = PACKAGE / "train.py"
+    tree = ast.parse(path.read_text())
+    pretrain = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "pretrain")
+    a = pretrain.args
+    assert len(a.posonlyargs + a.args + a.kwonlyargs) <= 6 and not a.vararg and not a.kwarg
+    assert "minialbert.evaluation" not in imported(path)

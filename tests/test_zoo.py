@@ -165,8 +165,8 @@ def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
     starts = []
     real_pretrain = zoo.pretrain
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(zoo, "pretrain", lambda *a, start_state=None, **kw: starts.append(start_state) or
-                   real_pretrain(*a, start_state=start_state, **kw))
+        mp.setattr(zoo, "pretrain", lambda cfg, args, data, evaluate, options: starts.append(
+            options.start_state) or real_pretrain(cfg, args, data, evaluate, options))
         branch = zoo.load("albert-sop-128", SCALE, progress=False)
     trunk = zoo.load(zoo_entries.TRUNK, SCALE, progress=False)
     assert starts[0] is None and set(starts[1]) == set(trunk.state_dict())        # trunk first, then branch
@@ -178,13 +178,13 @@ def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(zoo.ENTRIES, zoo_entries.TRUNK, dataclasses.replace(trunk_entry, lr_factor=1.0))
         assert zoo.entry_key(branch_entry, SCALE) != key
-    from minialbert.train import TrainArgs, pretrain
+    from minialbert.train import RunOptions, TrainArgs, pretrain
     with pytest.raises(ValueError, match=r"does not fit .* another shape \['albert.pooler.weight'\]"):
         pretrain(zoo.entry_config(branch_entry, SCALE.models), TrainArgs(objective="sop", steps=1, warmup=0),
-                 [], start_state={"albert.pooler.weight": torch.zeros(1)}, progress=False)
+                 [], options=RunOptions(start_state={"albert.pooler.weight": torch.zeros(1)}, progress=False))
     with pytest.raises(ValueError, match="start_state does not fit the model: missing"):
         pretrain(zoo.entry_config(branch_entry, SCALE.models), TrainArgs(objective="sop", steps=1, warmup=0),
-                 [], start_state={}, progress=False)
+                 [], options=RunOptions(start_state={}, progress=False))
 
 
 def test_a_damaged_entry_resumes_from_its_newest_verified_checkpoint_and_keeps_the_damage_aside():

@@ -26,7 +26,8 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
     import torch.distributed as dist
 
     from ..config import AlbertConfig
-    from ..train import pretrain
+    from ..evaluation import pretraining_evaluator
+    from ..train import RunOptions, pretrain
     from .data import course_pretraining_data
 
     if args.threads:
@@ -44,9 +45,9 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
     train, valid = (course_pretraining_data(train_args.objective, split, scale.data,
                                             segmenting=args.segmenting) for split in ("train", "valid"))
     try:
-        result = pretrain(cfg, train_args, train, valid, out_dir=args.out, resume=args.resume,
-                          progress=not args.quiet, resume_from=args.resume_from, device=args.device,
-                          compile=args.compile)
+        result = pretrain(cfg, train_args, train, pretraining_evaluator(valid, cfg, train_args),
+                          RunOptions(out_dir=args.out, resume=args.resume, progress=not args.quiet,
+                                     resume_from=args.resume_from, device=args.device, compile=args.compile))
         main_process = not dist.is_initialized() or dist.get_rank() == 0    # torchrun: rank 0 prints
     finally:
         if dist.is_initialized():

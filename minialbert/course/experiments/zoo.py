@@ -42,11 +42,11 @@ from ...checkpoint import (
 )
 from ...config import AlbertConfig
 from ...download import cache_dir, sha256_of, write_json
-from ...evaluation import MLMBaselines, evaluate_pretraining
+from ...evaluation import MLMBaselines, evaluate_pretraining, pretraining_evaluator
 from ...model import AlbertForPretraining
 from ...pretraining_dataset import PretrainingDataset
 from ...run_directory import read_metrics, run_lock
-from ...train import TrainArgs, pretrain
+from ...train import RunOptions, TrainArgs, pretrain
 from ..data import course_pretraining_data, pretraining_data_key
 from ..scale import Models, Recipe, Scale, ZooBudget
 from .zoo_entries import ENTRIES, Entry
@@ -267,10 +267,11 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
     if done < args.steps:
         threads = torch.get_num_threads()
         torch.set_num_threads(e.threads or scale.zoo.threads)   # float sums depend on it: pin it
+        cfg = entry_config(e, scale.models)
+        options = RunOptions(out_dir=run_dir, resume=ckpt is not None, start_state=start_state, device=device,
+                             compile=compile, callbacks=callbacks, progress=progress)
         try:
-            pretrain(entry_config(e, scale.models), args, train, valid, out_dir=run_dir,
-                     resume=ckpt is not None, callbacks=callbacks, progress=progress, device=device,
-                     compile=compile, start_state=start_state)
+            pretrain(cfg, args, train, pretraining_evaluator(valid, cfg, args), options)
         finally:
             torch.set_num_threads(threads)
     model = load_checkpoint(newest_verified_checkpoint(run_dir))
