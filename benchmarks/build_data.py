@@ -27,7 +27,7 @@ def child(objective: str) -> None:
     from minialbert.course.data import course_pretraining_data  # imports torch: timed apart
     from minialbert.course.scale import current_scale
     t1 = time.perf_counter()
-    dataset = course_pretraining_data(objective, "train", current_scale())
+    dataset = course_pretraining_data(objective, "train", current_scale().data)
     t2 = time.perf_counter()
     print(json.dumps({"import_s": t1 - t0, "build_s": t2 - t1, "examples": len(dataset),
                       "tokens": dataset.input_ids.numel()}))

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from attention import gpu_problem  # noqa: E402  (benchmarks/attention.py: the refusal make gpu-check starts with)
 
 from minialbert.course.cli import directory, parse_override  # noqa: E402
-from minialbert.course.scale import DRY_RUN_SUFFIX, SCALES, Scale, current_scale, train_args_of  # noqa: E402
+from minialbert.course.scale import DRY_RUN_SUFFIX, SCALES, Scale, current_scale  # noqa: E402
 from minialbert.download import write_json  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -173,20 +173,21 @@ def budgeted_steps(seconds: float, seconds_per_step: float, most: int) -> int:
 def budgeted_schedule(scale: Scale, steps: int) -> dict:
     """The scale's recipe sized to `steps`: its warmup share of its own steps (at least one step), then the
     linear decay to 0 at `steps` (train.pretrain's schedule), its peak rate, optimizer and batch."""
-    warmup = min(steps, max(1, round(steps * scale.warmup_steps / scale.pretrain_steps)))
-    return {"steps": steps, "warmup": warmup, "lr": scale.learning_rate, "optimizer": scale.optimizer,
-            "batch_size": scale.batch_size, "eval_every": max(1, steps // CURVE_POINTS)}
+    warmup = min(steps, max(1, round(steps * scale.recipe.warmup_steps / scale.recipe.pretrain_steps)))
+    return {"steps": steps, "warmup": warmup, "lr": scale.recipe.learning_rate,
+            "optimizer": scale.recipe.optimizer, "batch_size": scale.recipe.batch_size,
+            "eval_every": max(1, steps // CURVE_POINTS)}
 
 
 def calibrate(cfg, scale: Scale, train) -> float:
     """Median seconds per optimizer step of the scale's model and batch on this machine (CALIBRATION_STEPS
     of a throwaway model: the median of step-to-step times leaves out the first step's warm-up)."""
-    from minialbert.train import pretrain
+    from minialbert.train import RunOptions, pretrain
 
-    steps = min(CALIBRATION_STEPS, max(2, scale.pretrain_steps))       # a dry run's cap holds here too
-    args = train_args_of(scale, objective=OBJECTIVE, steps=steps, warmup=1, eval_every=0,
+    steps = min(CALIBRATION_STEPS, max(2, scale.recipe.pretrain_steps))       # a dry run's cap holds here too
+    args = scale.recipe.train_args(objective=OBJECTIVE, steps=steps, warmup=1, eval_every=0,
                                 checkpoint_every=0)
-    result = pretrain(cfg, args, train, None, progress=False)
+    result = pretrain(cfg, args, train, options=RunOptions(progress=False))
     return step_seconds(result.history)["median"]
 
 
@@ -210,7 +211,7 @@ def smoothness(model, scale: Scale, device: torch.device, figure: Path, progress
     from minialbert.course.plots import plot_layer_transitions, save_figure
 
     sizes = lesson_sizes(scale).smoothness                      # lesson 06's sample at this scale
-    test_data = course_pretraining_data("mlm", "test", scale)
+    test_data = course_pretraining_data("mlm", "test", scale.data)
     batches = heldout_batches(test_data, sizes.sequences, sizes.batch_size)
     start = time.perf_counter()
     result = layer_transitions(model.to(device), batches, progress=progress).to_dict()
@@ -242,49 +243,50 @@ def train_budgeted(scale: Scale, minutes: float, progress: bool,
     """Build the data, time the first steps, train for `minutes` (on the GPU where there is one, as
     train.pretrain chooses), evaluate beside the baselines; returns the model and the record."""
     from minialbert.course.data import course_pretraining_data
-    from minialbert.evaluation import MLMBaselines, evaluate_pretraining, format_report
-    from minialbert.train import pretrain
+    from minialbert.evaluation import MLMBaselines, evaluate_pretraining, format_report, pretraining_evaluator
+    from minialbert.train import RunOptions, pretrain
 
     seconds = {}
     start = time.perf_counter()
-    train = course_pretraining_data(OBJECTIVE, "train", scale)          # every core (data_shards)
-    valid = course_pretraining_data(OBJECTIVE, "valid", scale)
+    train = course_pretraining_data(OBJECTIVE, "train", scale.data)          # every core (data_shards)
+    valid = course_pretraining_data(OBJECTIVE, "valid", scale.data)
     seconds["data"] = time.perf_counter() - start
     cfg = scale.model_config("albert", **dict(overrides))
     start = time.perf_counter()
     calibrated = calibrate(cfg, scale, train)
     seconds["calibration"] = time.perf_counter() - start
-    steps = budgeted_steps(60 * minutes, calibrated, scale.pretrain_steps)
+    steps = budgeted_steps(60 * minutes, calibrated, scale.recipe.pretrain_steps)
     plan = budgeted_schedule(scale, steps)
     print(f"gpu-check: data in {seconds['data']:.0f} s; {1000 * calibrated:.1f} ms a step, so {steps} steps "
           f"(warmup {plan['warmup']}, peak lr {plan['lr']:g}, {plan['optimizer']}) in {minutes:g} min",
           file=sys.stderr, flush=True)
-    args = train_args_of(scale, objective=OBJECTIVE, steps=plan["steps"], warmup=plan["warmup"],
+    args = scale.recipe.train_args(objective=OBJECTIVE, steps=plan["steps"], warmup=plan["warmup"],
                                 eval_every=plan["eval_every"], checkpoint_every=0,
-                                eval_examples=scale.eval_examples or CURVE_EXAMPLES)
+                                eval_examples=scale.recipe.eval_examples or CURVE_EXAMPLES)
     start = time.perf_counter()
-    result = pretrain(cfg, args, train, valid, progress=progress)
+    result = pretrain(cfg, args, train, pretraining_evaluator(valid, cfg, args),
+                      RunOptions(progress=progress))
     seconds["training_with_evaluations"] = time.perf_counter() - start
     start = time.perf_counter()
     baselines = MLMBaselines.fit(train, cfg.vocab_size)
     evaluation = evaluate_pretraining(result.model, valid, baselines,
-                                      max_examples=scale.eval_examples or FINAL_EXAMPLES,
-                                      batch_size=2 * scale.batch_size, progress=progress)
+                                      max_examples=scale.recipe.eval_examples or FINAL_EXAMPLES,
+                                      batch_size=2 * scale.recipe.batch_size, progress=progress)
     seconds["final_evaluation"] = time.perf_counter() - start
     print(format_report(evaluation), file=sys.stderr)
     curve = [{k: r[k] for k in ("step", "mask_accuracy", "mask_loss", "mlm_loss", "sop_accuracy",
                                        "sop_predicted_1")
               if k in r} for r in result.history if r["split"] == "valid"]
     record = {"name": ENTRY, "objective": OBJECTIVE, "budget_minutes": minutes,
-              "model": {"preset": scale.albert_preset, "hidden_size": cfg.hidden_size,
+              "model": {"preset": scale.models.albert_preset, "hidden_size": cfg.hidden_size,
                         "num_layers": cfg.num_layers, "embedding_size": cfg.embedding_size,
                         "vocab_size": cfg.vocab_size, "max_position_embeddings": cfg.max_position_embeddings,
                         "sharing": cfg.sharing, "initializer_range": cfg.initializer_range,
                         "changed": dict(overrides)},
               "data": {"train_examples": len(train), "valid_examples": len(valid),
-                       "shards": scale.data_shards},
+                       "shards": scale.data.data_shards},
               "calibration": {"seconds_per_step": calibrated},
-              "train": {**plan, "seq_len": scale.max_seq_len, "weight_decay": args.weight_decay},
+              "train": {**plan, "seq_len": scale.data.max_seq_len, "weight_decay": args.weight_decay},
               "seconds_per_step": step_seconds(result.history), "curve": curve,
               "heldout_evaluation": evaluation, "left_plateau": left_plateau(evaluation),
               "seconds": {k: round(v, 1) for k, v in seconds.items()}}

@@ -28,7 +28,8 @@ import torch
 from minialbert.config import AlbertConfig
 from minialbert.course.experiments.synthetic import permutation_chains
 from minialbert.download import write_json
-from minialbert.train import TrainArgs, pretrain
+from minialbert.evaluation import pretraining_evaluator
+from minialbert.train import RunOptions, TrainArgs, pretrain
 
 # (optimizer, peak rate, warmup share of the steps): today's gpu recipe first
 ARMS = [("lamb", 1.76e-3, 0.05), ("lamb", 1.76e-3, 0.2), ("lamb", 5e-3, 0.1), ("lamb", 1e-2, 0.1),
@@ -47,7 +48,7 @@ def run_arm(cfg, data, valid, optimizer, lr, warmup_share, steps, batch, eval_ev
     args = TrainArgs(objective="mlm", steps=steps, batch_size=batch, lr=lr, optimizer=optimizer,
                      warmup=max(1, round(warmup_share * steps)), eval_every=eval_every, eval_examples=500,
                      checkpoint_every=0)
-    result = pretrain(cfg, args, data, valid, progress=False)
+    result = pretrain(cfg, args, data, pretraining_evaluator(valid, cfg, args), RunOptions(progress=False))
     curve = [{k: r[k] for k in ("step", "mask_accuracy", "mlm_loss")}
              for r in result.history if r["split"] == "valid"]
     left = next((r["step"] for r in curve if r["mask_accuracy"] > 0.5), None)

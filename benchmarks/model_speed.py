@@ -159,7 +159,7 @@ def main() -> None:
         from minialbert.course.plots import figure_dir, save_figure
         from minialbert.course.scale import SCALES
 
-        fig, numbers = model_speed(SCALES["course"])             # drawn from the JSON just written
+        fig, numbers = model_speed()                             # drawn from the JSON just written
         save_figure(fig, "model_speed", numbers, figure_dir(SCALES["course"]))
     print(f"\nwrote {OUT.relative_to(ROOT)}")
 

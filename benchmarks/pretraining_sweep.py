@@ -34,10 +34,10 @@ from minialbert.corpus import course_documents
 from minialbert.course.data import course_tokenizer
 from minialbert.course.scale import SCALES
 from minialbert.download import atomic_write
-from minialbert.evaluation import MLMBaselines, evaluate_pretraining
+from minialbert.evaluation import MLMBaselines, evaluate_pretraining, pretraining_evaluator
 from minialbert.model import Encoder
 from minialbert.pretraining_data import COURSE_SEED, build_examples
-from minialbert.train import TrainArgs, pretrain
+from minialbert.train import RunOptions, TrainArgs, pretrain
 
 OUT = Path(__file__).resolve().parents[1] / "assets" / "benchmarks" / "pretraining_sweep.json"
 # The course ALBERT before this sweep (the course-albert preset of the first sweep's end); candidates
@@ -95,7 +95,7 @@ def neighbours_only(enabled: bool):
 
 
 def run(name: str, c: dict) -> dict:
-    tokenizer = course_tokenizer(SCALES["course"])
+    tokenizer = course_tokenizer(SCALES["course"].data)
     train, valid = (build_examples(course_documents(split), tokenizer, "sop", c["seq"], COURSE_SEED,
                                    dupe_factor=c["dupe_factor"], mask_rate=c["mask_rate"])
                     for split in ("train", "valid"))
@@ -113,7 +113,8 @@ def run(name: str, c: dict) -> dict:
                   f"(predicted swapped {100 * r['sop_predicted_1']:.0f}%)", flush=True)
 
     with neighbours_only(c["local_attention"]):                     # the diagnostic evaluates as it trained
-        result = pretrain(cfg, args, train, valid, callbacks=[show], progress=False)
+        result = pretrain(cfg, args, train, pretraining_evaluator(valid, cfg, args),
+                          RunOptions(callbacks=[show], progress=False))
         final = evaluate_pretraining(result.model, valid, baselines)          # the whole held-out split
         on_train = evaluate_pretraining(result.model, train, baselines, max_examples=EVAL_EXAMPLES)
     curve = [r for r in result.history if r["split"] == "valid"]

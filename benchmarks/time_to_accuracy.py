@@ -29,7 +29,7 @@ import torch
 
 import minialbert as ma
 from minialbert.course.data import course_pretraining_data
-from minialbert.course.scale import current_scale, train_args_of
+from minialbert.course.scale import current_scale
 from minialbert.download import atomic_write
 from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.optim import make_optimizer, warmup_linear_decay
@@ -117,11 +117,11 @@ def main() -> None:
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     scale = current_scale(a.scale)
-    cfg = ma.AlbertConfig.preset(scale.albert_preset)
-    ours_args = train_args_of(scale, objective="sop", steps=scale.zoo_steps)
-    budget = 60 * (a.minutes or scale.zoo_steps * scale.step_seconds / 60)
-    train = course_pretraining_data("sop", "train", scale)
-    valid = course_pretraining_data("sop", "valid", scale)
+    cfg = ma.AlbertConfig.preset(scale.models.albert_preset)
+    ours_args = scale.recipe.train_args(objective="sop", steps=scale.zoo.steps)
+    budget = 60 * (a.minutes or scale.zoo.steps * scale.recipe.step_seconds / 60)
+    train = course_pretraining_data("sop", "train", scale.data)
+    valid = course_pretraining_data("sop", "valid", scale.data)
     baselines = MLMBaselines.fit(train, cfg.vocab_size)
     untrained = ma.AlbertForPretraining(cfg, "sop")
     unigram = evaluate_pretraining(untrained, valid, baselines)["baselines"]["unigram"]
@@ -130,7 +130,7 @@ def main() -> None:
         return evaluate_pretraining(model, valid, baselines)
 
     def run_hf(lr: float, seconds: float) -> tuple[list[dict], float]:
-        probe = train_args_of(scale, objective="sop", steps=10 ** 6)
+        probe = scale.recipe.train_args(objective="sop", steps=10 ** 6)
         throwaway, _ = hf_model(cfg, seed=0)                          # how many steps fit in the budget?
         opt = hf_optimizer(throwaway, lr)
         sched, batches = warmup_linear_decay(opt, 0, 10 ** 6), loader(train, probe)
@@ -149,7 +149,8 @@ def main() -> None:
         return c.run(seconds, steps), steps
 
     import transformers
-    print(f"{scale.albert_preset}, {train.max_seq_len}-token examples, batch {ours_args.batch_size}, budget "
+    print(f"{scale.models.albert_preset}, {train.max_seq_len}-token examples, batch {ours_args.batch_size}, "
+          "budget "
           f"{budget / 60:.1f} min, {a.threads} threads, torch {torch.__version__}, transformers "
           f"{transformers.__version__}", flush=True)
     sweep = {}
@@ -183,7 +184,7 @@ def main() -> None:
                    f"minialbert reached {100 * ours_curve[-1]['mask']['accuracy']:.1f}% in the same time")
     print(verdict)
     atomic_write(OUT, (json.dumps({
-        "description": __doc__.split("\n")[0], "scale": scale.name, "preset": scale.albert_preset,
+        "description": __doc__.split("\n")[0], "scale": scale.name, "preset": scale.models.albert_preset,
         "budget_seconds": budget, "threads": a.threads, "machine": platform.processor() or platform.machine(),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "date": time.strftime("%Y-%m-%d"), "ours": {"args": vars(ours_args), "curve": ours_curve},

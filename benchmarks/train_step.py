@@ -160,7 +160,7 @@ def full_step_benchmark(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cfg = ma.AlbertConfig.preset(args.preset)
-    data = course_pretraining_data("sop", "train", current_scale())
+    data = course_pretraining_data("sop", "train", current_scale().data)
     steps = args.warmup + args.rounds
     targs = TrainArgs(objective="sop", steps=steps, batch_size=args.batch_size, warmup=1, eval_every=0,
                       checkpoint_every=0)

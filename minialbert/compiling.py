@@ -1,5 +1,5 @@
 """How training compiles the model: the whole forward under torch.compile, or the encoder's layers as CUDA
-graphs. train.pretrain(compile=...) and benchmarks/train_step_gpu.py choose between them.
+graphs. train.RunOptions(compile=...) and benchmarks/train_step_gpu.py choose between them.
 
 torch.compile keeps what it compiles on disk (TORCHINDUCTOR_CACHE_DIR, and Triton's kernels under it). Its
 C++ compiler writes a graph's library straight to the name the next run looks for, so a run killed while
@@ -24,7 +24,7 @@ from torch import nn
 from .download import cache_dir
 from .model import AlbertForPretraining
 
-COMPILE_MODES = ("model", "graphs")    # pretrain(compile=...): the whole forward; the layers as CUDA graphs
+COMPILE_MODES = ("model", "graphs")    # RunOptions(compile=...): the whole forward; the layers as CUDA graphs
 INDUCTOR_CACHE_VAR = "TORCHINDUCTOR_CACHE_DIR"
 MARK = "running-"                      # a run's mark in the compile folder: running-<host>-<process id>
 

@@ -25,10 +25,11 @@ Wilson interval, right only for independent items, is kept beside it as `wilson9
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -36,6 +37,7 @@ from .config import IGNORE_INDEX
 from .device import choose_precision
 from .local_context import TwoEachSide
 from .pretraining_data import collate
+from .pretraining_dataset import check_fits
 from .tokenizer import MASK_ID
 
 KINDS = ("mask", "random", "kept")            # what the input shows at a predicted position
@@ -259,6 +261,19 @@ def sentence_metrics(predicted: torch.Tensor, labels: torch.Tensor, task: str | 
     return {"task": task, **clustered_proportion(predicted == labels, clusters),
             "predicted_shares": predicted_shares, "label_shares": label_shares,
             "chance": max(label_shares), "constant": max(predicted_shares) == 1.0}
+
+
+def pretraining_evaluator(valid_data, cfg, args) -> Callable[[nn.Module, int], dict]:
+    """train.pretrain's `evaluate`: summary_record of `valid_data` (args.eval_examples of it, a fixed seeded
+    sample), in batches of twice this process's micro-batch; the data checked against `cfg` once, here."""
+    check_fits(valid_data, cfg, "the held-out data")
+
+    def evaluate(model: nn.Module, step: int) -> dict:
+        world = dist.get_world_size() if dist.is_initialized() else 1
+        micro = args.batch_size // (world * args.grad_accum)
+        return summary_record(evaluate_pretraining(model, valid_data, max_examples=args.eval_examples,
+                                                   batch_size=2 * micro))
+    return evaluate
 
 
 def summary_record(result: dict) -> dict:

@@ -6,6 +6,9 @@ tokens (and examples), so 1 process x 4 micro-batches and 2 processes x 2 micro-
 same gradient. The data order is a function of (seed, epoch) and the step, so a resumed run reads
 exactly the examples the uninterrupted run would have read, without replaying the loader.
 
+`pretrain(cfg, args, train_data, evaluate, options)`: what it trains (the config and TrainArgs), on what,
+how it is evaluated (a callback its caller passes, e.g. evaluation.pretraining_evaluator: this module
+imports no evaluation code) and where and how it runs (RunOptions).
 The run directory (config, metrics.jsonl, lock) is run_directory.py's, its checkpoints checkpoint.py's;
 a resumed run restores the weights, optimizer, schedule and RNG exactly. Nothing is written into the run
 directory until the first step has succeeded, so a run that fails at its start leaves the directory as
@@ -15,8 +18,8 @@ A step does no work twice: the model divides its summed cross-entropies by the g
 which are counted once and stay on the device, so the loss it returns is the loss that is trained; the
 token ids were checked once when the run started (the model's forward checks nothing),
 and what the step logs is read back to the host in one transfer, its only host read besides the
-masked-LM gather's size. Device and precision come from device.py; compile=True (or "model") runs the
-forward under torch.compile, compile="graphs" the encoder's layers as CUDA graphs (graphed_layers).
+masked-LM gather's size. Device and precision come from device.py; RunOptions(compile=True) (or "model")
+runs the forward under torch.compile, compile="graphs" the encoder's layers as CUDA graphs (graphed_layers).
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ from .checkpoint import (
 from .compiling import COMPILE_MODES, compile_cache, compiled, graphed_layers
 from .config import OBJECTIVES, AlbertConfig
 from .device import Precision, check_torchrun_variables, choose_device, choose_precision
-from .evaluation import evaluate_pretraining, summary_record
 from .model import IGNORE_INDEX, AlbertForPretraining
 from .optim import OPTIMIZERS, make_optimizer, warmup_linear_decay
 from .pretraining_dataset import check_fits
@@ -202,54 +204,63 @@ class PretrainResult:
     seconds: float                     # wall time of this call
 
 
-def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
-             out_dir: str | Path | None = None, resume: bool = False,
-             callbacks: Iterable[Callable[[dict], None]] = (), collate_fn: Callable | None = None,
-             progress: bool = True, resume_from: str | Path | None = None, device: str | None = None,
-             compile: bool | str = False, start_state: Mapping | None = None) -> PretrainResult:
-    """Pretrain an AlbertForPretraining on `train_data` (a Dataset of example dicts), from scratch or
-    from the latest checkpoint in `out_dir` (resume=True), or from a chosen step directory
-    (resume_from, e.g. the one before a damaged latest). Each metrics record is passed to every
-    callback (e.g. plots.LiveCurves) and appended to out_dir/metrics.jsonl. device: see
-    device.choose_device (None: CUDA, MPS or CPU); compile: False, or one of COMPILE_MODES: "model" (or
-    True) runs the model's forward under torch.compile, "graphs" the encoder's layers as CUDA graphs.
-    start_state: weights a fresh run starts from instead of its initialisation (a branch of a trained
-    trunk); a sentence head the state lacks keeps its initialisation. A resumed run ignores it.
+@dataclass(frozen=True)
+class RunOptions:
+    """Where and how a pretraining run runs, beside what it trains (TrainArgs)."""
+    out_dir: str | Path | None = None       # the run directory (None: keep nothing)
+    resume: bool = False                    # from the latest checkpoint in out_dir
+    resume_from: str | Path | None = None   # from a chosen step directory (e.g. before a damaged latest)
+    start_state: Mapping | None = None      # weights a fresh run starts from (a branch of a trained trunk);
+                                            # a sentence head the state lacks keeps its initialisation
+    device: str | None = None               # see device.choose_device (None: CUDA, MPS or CPU)
+    compile: bool | str = False             # False, or COMPILE_MODES: "model" (or True), "graphs"
+    collate_fn: Callable | None = None      # examples -> a batch (None: pretraining_data.collate)
+    callbacks: Iterable[Callable[[dict], None]] = ()    # each metrics record (e.g. plots.LiveCurves)
+    progress: bool = True                   # a progress bar on rank 0
+
+
+def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data,
+             evaluate: Callable[[nn.Module, int], dict] | None = None,
+             options: RunOptions | None = None) -> PretrainResult:
+    """Pretrain an AlbertForPretraining on `train_data` (a Dataset of example dicts), from scratch or as
+    `options` say (resumed, from chosen weights, where, on which device, compiled). Every args.eval_every
+    steps and at the last, rank 0 calls evaluate(model, step) (e.g. evaluation.pretraining_evaluator) and
+    logs the record it returns as a "valid" record. Each metrics record is passed to every callback and
+    appended to out_dir/metrics.jsonl.
     """
-    if compile not in (False, True, *COMPILE_MODES):
-        raise ValueError(f"compile must be False, True or one of {COMPILE_MODES}, got {compile!r}")
-    if out_dir is not None and not str(out_dir).strip():
+    o = options or RunOptions()
+    if o.compile not in (False, True, *COMPILE_MODES):
+        raise ValueError(f"compile must be False, True or one of {COMPILE_MODES}, got {o.compile!r}")
+    if o.out_dir is not None and not str(o.out_dir).strip():
         raise ValueError("out_dir is empty; name a run directory (or pass None to keep nothing)")
     t0 = time.perf_counter()
-    out_dir = Path(out_dir) if out_dir is not None else None
-    rank, world, device = distributed_context(device)
-    run = RunDirectory(out_dir, cfg, args, callbacks, writes=rank == 0)   # rank 0 locks and writes it
-    with run, compile_cache() if compile else contextlib.nullcontext():   # torch.compile's files: the cache's
-        ckpt = checkpoint_to_resume(out_dir, resume, resume_from)
+    out_dir = Path(o.out_dir) if o.out_dir is not None else None
+    rank, world, device = distributed_context(o.device)
+    run = RunDirectory(out_dir, cfg, args, o.callbacks, writes=rank == 0)   # rank 0 locks and writes it
+    with run, compile_cache() if o.compile else contextlib.nullcontext():  # torch.compile's: the cache's
+        ckpt = checkpoint_to_resume(out_dir, o.resume, o.resume_from)
         check_fits(train_data, cfg)                  # once, here: the steps skip the model's input checks
-        if valid_data is not None:
-            check_fits(valid_data, cfg, "the held-out data")
         torch.manual_seed(args.seed)
         model = AlbertForPretraining(cfg, sentence_task=OBJECTIVES[args.objective]).to(device)
         optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
         scheduler = warmup_linear_decay(optimizer, args.warmup, args.steps)
         step = 0
-        if ckpt is None and start_state is not None:
-            load_start_state(model, start_state)
+        if ckpt is None and o.start_state is not None:
+            load_start_state(model, o.start_state)
         if ckpt is not None:
             step, run.history = _restore(ckpt, cfg, args, len(train_data), model, optimizer, scheduler,
                                          device, out_dir)
-        net = training_net(model, world, device, compile)
+        net = training_net(model, world, device, o.compile)
         precision = choose_precision(device)
         scaler = precision.grad_scaler()             # float16 only; a pass-through otherwise
         sampler = StepBatches.for_run(len(train_data), args, step, rank, world)
         # Own generators: a DataLoader otherwise draws its base seed from the global RNG, which would
         # shift dropout masks between a straight run and a resumed one.
         batches = iter(torch.utils.data.DataLoader(train_data, batch_sampler=sampler,
-                                                   collate_fn=collate_fn or default_collate(),
+                                                   collate_fn=o.collate_fn or default_collate(),
                                                    generator=torch.Generator()))
         clock = RunClock(t0, next((r["seconds"] for r in reversed(run.history) if "seconds" in r), 0.0))
-        bar = tqdm(total=args.steps, initial=step, disable=not (progress and rank == 0), desc="pretrain")
+        bar = tqdm(total=args.steps, initial=step, disable=not (o.progress and rank == 0), desc="pretrain")
         model.train()
         with bar:
             while step < args.steps:
@@ -259,12 +270,11 @@ def pretrain(cfg: AlbertConfig, args: TrainArgs, train_data, valid_data=None,
                 run.record({"step": step, "split": "train", **record, "seconds": clock.training()})
                 bar.update(1)
                 bar.set_postfix(loss=f"{record['loss']:.3f}")
-                if valid_data is not None and rank == 0 and (
+                if evaluate is not None and rank == 0 and (
                         step == args.steps or (args.eval_every and step % args.eval_every == 0)):
                     with clock.evaluating() as at:
-                        valid = evaluate_pretraining(model, valid_data, max_examples=args.eval_examples,
-                                                     batch_size=2 * sampler.micro)
-                    run.record({"step": step, "split": "valid", **summary_record(valid), "seconds": at})
+                        valid = evaluate(model, step)
+                    run.record({"step": step, "split": "valid", **valid, "seconds": at})
                 if run.checkpoint_due(step):
                     if rank == 0:
                         state = {"step": step, "epoch": step // sampler.steps_per_epoch,

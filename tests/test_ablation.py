@@ -209,7 +209,7 @@ def test_ablation_cli_runs_the_whole_experiment_at_ci_scale(tmp_path, monkeypatc
     steps = [p["step"] for p in result["curves"]["albert-sop"]]       # every held-out evaluation of training
     assert all(set(p) == {"arm", "step", "sop"} for p in result["curves"]["albert-sop"]), "its own task only"
     ci = SCALES["ci"]
-    assert len(steps) == ci.zoo_evals and steps == sorted(steps) and steps[-1] == ci.zoo_steps
+    assert len(steps) == ci.zoo.evals and steps == sorted(steps) and steps[-1] == ci.zoo.steps
     assert {p["arm"] for p in result["curves"]["albert-nsp"]} == {"nsp"}
     assert {p["arm"] for p in result["curves"]["albert-sop-balanced"]} == {"sop-balanced"}
     assert {(d["task"], d["start"]) for d in result["downstream"]} == {
@@ -217,7 +217,7 @@ def test_ablation_cli_runs_the_whole_experiment_at_ci_scale(tmp_path, monkeypatc
     assert set(result["summary"]) == {"nsp", "sop", "sop-balanced", "random init"}
     assert result["summary"]["sop"]["next-sentence"]["seeds"] == 1
     # head_readings (what lesson 08 re-measures) gives the file's own-head readings again
-    sop = ablation.heldout("sop", ci)
-    matched = ablation.length_matched(sop, tokenizer=course_tokenizer(ci))
+    sop = ablation.heldout("sop", ci.data, ci.recipe.eval_examples)
+    matched = ablation.length_matched(sop, tokenizer=course_tokenizer(ci.data))
     again = ablation.head_readings(zoo.load("albert-sop", ci, progress=False), sop, matched)
     assert again == {reading: result["runs"][2]["sop"][reading] for reading in ("head", "head_matched")}

@@ -360,7 +360,7 @@ def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
     from minialbert.evaluation import evaluation_sample
     from minialbert.tokenizer import CLS_ID, MASK_ID
 
-    data = course_pretraining_data("mlm", "test", SCALES["ci"])
+    data = course_pretraining_data("mlm", "test", SCALES["ci"].data)
     first, again = heldout_batches(data, 10, batch_size=4), heldout_batches(data, 10, batch_size=4)
     assert [len(b["input_ids"]) for b in first] == [4, 4, 2]
     for a, b in zip(first, again):
@@ -372,7 +372,7 @@ def test_heldout_batches_are_deterministic_and_unmasked(ci_env):
     assert torch.equal(seeded, data.document_ids[evaluation_sample(data, 10, 3)])
     with pytest.raises(ValueError, match="does not name the document"):
         analysis.heldout_documents(SimpleNamespace(document_ids=None), 10)
-    tok = course_tokenizer(SCALES["ci"])
+    tok = course_tokenizer(SCALES["ci"].data)
     retokenized = heldout_batches(data, 10, batch_size=4, source=tok, target=tok, max_len=16)
     assert max(b["input_ids"].shape[1] for b in retokenized) <= 16
     with pytest.raises(ValueError, match="both source and target"):
@@ -387,7 +387,7 @@ def _tiny_official(directory, vocab_size):
     ref = _hf(transformers.AlbertForMaskedLM, transformers.AlbertConfig,
               **{**ALBERT_SMALL, "vocab_size": vocab_size, "max_position_embeddings": 64})
     ref.save_pretrained(directory)
-    course_tokenizer(SCALES["ci"]).save(directory / "spiece.model")
+    course_tokenizer(SCALES["ci"].data).save(directory / "spiece.model")
     return directory
 
 

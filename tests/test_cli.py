@@ -28,7 +28,7 @@ def env(tmp_path_factory):
     environ = {**os.environ, "MINIALBERT_CACHE": str(cache), "MINIALBERT_SCALE": "ci", "OMP_NUM_THREADS": "1"}
     build = ("from minialbert.course.data import course_pretraining_data as c\n"
              "from minialbert.course.scale import SCALES\n"
-             "for s in ('train', 'valid'): c('sop', s, SCALES['ci'])")
+             "for s in ('train', 'valid'): c('sop', s, SCALES['ci'].data)")
     subprocess.run([sys.executable, "-c", build], env=environ, check=True, cwd=ROOT)
     return environ
 

@@ -125,10 +125,11 @@ def test_every_scale_preset_reads_the_scale_sequences_and_vocabulary():
     from minialbert.course.scale import SCALES
 
     for scale in SCALES.values():
-        for preset in (scale.albert_preset, scale.bert_preset):
+        for preset in (scale.models.albert_preset, scale.models.bert_preset):
             cfg = AlbertConfig.preset(preset)
-            assert cfg.max_position_embeddings >= scale.max_seq_len, (scale.name, preset)
-            assert cfg.vocab_size == scale.vocab_size, (scale.name, preset)
-        assert scale.corpus in ("course", "pydocs") and 0 < scale.warmup_steps <= scale.pretrain_steps
+            assert cfg.max_position_embeddings >= scale.data.max_seq_len, (scale.name, preset)
+            assert cfg.vocab_size == scale.data.vocab_size, (scale.name, preset)
+        assert scale.data.corpus in ("course", "pydocs")
+        assert 0 < scale.recipe.warmup_steps <= scale.recipe.pretrain_steps
     with pytest.raises(ValueError, match="unknown corpus"):
         documents("no-such-corpus")

@@ -3,8 +3,6 @@ the same bytes for any number of worker processes."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 
@@ -18,7 +16,7 @@ CI = SCALES["ci"]
 
 @pytest.fixture(scope="module")
 def docs_and_tokenizer():
-    return documents(CI.corpus, "train", 120), course_tokenizer(CI)
+    return documents(CI.data.corpus, "train", 120), course_tokenizer(CI.data)
 
 
 @pytest.mark.parametrize("objective", ["sop", "nsp", "mlm"])
@@ -42,13 +40,14 @@ def test_shards_name_their_own_cache_and_leave_the_one_stream_keys(docs_and_toke
     _, tok = docs_and_tokenizer
     args = ("digest", tok, "sop", 64, COURSE_SEED, 10, 0.15, False)
     assert examples_key(*args) == examples_key(*args, 0) != examples_key(*args, 64)
-    assert SCALES["course"].data_shards == 0 and SCALES["gpu"].data_shards > 0
+    assert SCALES["course"].data.data_shards == 0 and SCALES["gpu"].data.data_shards > 0
 
 
 def test_course_pretraining_data_builds_a_sharded_scale_in_workers(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
-    scale = dataclasses.replace(CI, max_documents=60, data_shards=4)
-    data = course_pretraining_data("sop", "train", scale, workers=2)
+    scale = CI.replace(max_documents=60, data_shards=4)
+    data = course_pretraining_data("sop", "train", scale.data, workers=2)
     (cached,) = (tmp_path / "pretraining").glob("sop-*.safetensors")
-    assert pretraining_data_key("sop", "train", scale)[:24] in cached.name
-    assert course_pretraining_data("sop", "train", scale, workers=1).checksum() == data.checksum()   # read
+    assert pretraining_data_key("sop", "train", scale.data)[:24] in cached.name
+    reread = course_pretraining_data("sop", "train", scale.data, workers=1)
+    assert reread.checksum() == data.checksum()  # read

@@ -55,7 +55,7 @@ def test_committed_diagrams_are_what_the_code_draws(drawn, name):
 
 def expected_masking():
     """The spans and replacements the package's ngram_mask picks for the diagram's text and seed."""
-    tokenizer = course_tokenizer(current_scale("course"))
+    tokenizer = course_tokenizer(current_scale("course").data)
     ids, _ = tokenizer.encode_pair(*diagrams.MASKING_TEXT)
     masked = ngram_mask(ids, MaskingVocab.from_tokenizer(tokenizer), random.Random(diagrams.MASKING_SEED))
     spans = {f"ngram-span-{k}-n{s.words}-at-{'-'.join(map(str, s.positions))}"

@@ -18,9 +18,10 @@ import torch.distributed as dist
 from minialbert import AlbertConfig
 from minialbert.course.commands import main
 from minialbert.download import cache_dir
+from minialbert.evaluation import pretraining_evaluator
 from minialbert.pretraining_data import collate
 from minialbert.pretraining_dataset import PretrainingDataset
-from minialbert.train import TrainArgs, distributed_context, pretrain
+from minialbert.train import RunOptions, TrainArgs, distributed_context, pretrain
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = AlbertConfig.preset("ci-albert", vocab_size=50, embedding_size=16, hidden_size=32, num_layers=2,
@@ -63,22 +64,24 @@ def test_data_longer_than_the_positions_is_refused_before_the_first_step(tmp_pat
     data = examples(8, 32)
     data = flat(data, 32) if as_dataset else data
     with pytest.raises(ValueError, match=r"32 tokens.* max_position_embeddings 16") as e:
-        pretrain(TINY.replace(max_position_embeddings=16), ARGS, data, out_dir=tmp_path / "run",
-                 progress=False, collate_fn=collate)
+        pretrain(TINY.replace(max_position_embeddings=16), ARGS, data,
+                 options=RunOptions(out_dir=tmp_path / "run", progress=False, collate_fn=collate))
     assert "\n" not in str(e.value)
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
-    pretrain(TINY, ARGS, data, progress=False, collate_fn=collate)                   # 32 positions: it fits
+    pretrain(TINY, ARGS, data, options=RunOptions(progress=False, collate_fn=collate))  # 32 positions: fits
 
 
 def test_token_types_beyond_the_config_are_refused_before_the_first_step():
     with pytest.raises(ValueError, match="token type 2 >= the model's type_vocab_size 2"):
-        pretrain(TINY, ARGS, examples(8, 16, token_type=2), progress=False, collate_fn=collate)
+        pretrain(TINY, ARGS, examples(8, 16, token_type=2),
+                 options=RunOptions(progress=False, collate_fn=collate))
 
 
 def test_held_out_data_is_checked_too():
+    short = TINY.replace(max_position_embeddings=16)
     with pytest.raises(ValueError, match="held-out data.*max_position_embeddings 16"):
-        pretrain(TINY.replace(max_position_embeddings=16), ARGS, examples(8, 16), examples(4, 24),
-                 progress=False, collate_fn=collate)
+        pretrain(short, ARGS, examples(8, 16), pretraining_evaluator(examples(4, 24), short, ARGS),
+                 RunOptions(progress=False, collate_fn=collate))
 
 
 # ------------------------------------------------------------------ benchmarks/gpu_check.py's arguments
@@ -241,7 +244,7 @@ def test_an_interrupted_run_keeps_its_mark_and_a_live_runs_files_are_kept(compil
 
 
 def test_pretrain_compiles_in_the_minialbert_cache(tmp_path, monkeypatch, compile_root):
-    """pretrain(compile=...) points torch.compile at the cache's compile folder for the run (dynamo's eager
+    """RunOptions(compile=...) points torch.compile at the cache's compile folder for the run (dynamo's eager
     backend here: the wiring, without minutes of inductor codegen on a CPU)."""
     import minialbert.train as train
 
@@ -250,8 +253,10 @@ def test_pretrain_compiles_in_the_minialbert_cache(tmp_path, monkeypatch, compil
     seen = []
     torch._dynamo.reset()
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
-        pretrain(TINY, ARGS, examples(8, 16), progress=False, collate_fn=collate, compile=True,
-                 callbacks=[lambda record: seen.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))])
+        pretrain(TINY, ARGS, examples(8, 16),
+                 options=RunOptions(progress=False, collate_fn=collate, compile=True,
+                                    callbacks=[lambda record: seen.append(
+                                        os.environ.get("TORCHINDUCTOR_CACHE_DIR"))]))
     folder = tmp_path / "cache" / "compile" / f"torch-{torch.__version__}"
     assert set(seen) == {str(folder)} and folder.is_dir() and not list(folder.glob("running-*"))
     assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") != str(folder)        # set for the run only

@@ -180,7 +180,7 @@ def test_correlations_on_known_cases():
 # ---------------------------------------------------------------------------------- the loop
 @pytest.fixture(scope="module")
 def tokenizer():
-    return course_tokenizer(SCALES["ci"])
+    return course_tokenizer(SCALES["ci"].data)
 
 
 def _tiny(tokenizer, num_labels=2, seed=0):
@@ -191,7 +191,7 @@ def _tiny(tokenizer, num_labels=2, seed=0):
 
 
 def test_the_loop_overfits_32_examples(tokenizer, tmp_path):
-    source = load_task("next-sentence", SCALES["ci"])
+    source = load_task("next-sentence", SCALES["ci"].data)
     examples = source.subset(32, seed=0)
     task = Task("tiny", "memorise 32 pairs", "test", source.labels, "accuracy", examples, examples)
     args = FinetuneArgs(steps=120, batch_size=16, lr=2e-3, warmup=10, eval_every=20, patience=0,
@@ -210,7 +210,7 @@ def test_the_loop_overfits_32_examples(tokenizer, tmp_path):
 
 
 def test_early_stopping_stops_and_keeps_the_best(tokenizer):
-    task = load_task("word-order", SCALES["ci"])
+    task = load_task("word-order", SCALES["ci"].data)
     args = FinetuneArgs(steps=500, batch_size=8, lr=1e-9, warmup=0, eval_every=2, patience=3,
                         dev_examples=64, max_seq_len=64)
     result = finetune(_tiny(tokenizer), task, tokenizer, args, train_examples=task.subset(16), progress=False)
@@ -236,7 +236,7 @@ def test_regression_and_frozen_encoder(tokenizer):
 
 
 def test_learning_curve_same_examples_for_every_start_and_reproducible(tokenizer):
-    source = load_task("word-order", SCALES["ci"])
+    source = load_task("word-order", SCALES["ci"].data)
     task = Task("small", "word order", "test", source.labels, "matthews", source.train, source.dev[:32],
                 source.test[:32])
     pretrained = AlbertForPretraining(_tiny(tokenizer).config)

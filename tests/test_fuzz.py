@@ -27,7 +27,7 @@ from minialbert.inputs import check_batch
 from minialbert.model import IGNORE_INDEX, AlbertForPretraining, AlbertModel
 from minialbert.pretraining_data import PretrainingDataset
 from minialbert.tokenizer import Tokenizer
-from minialbert.train import pretrain
+from minialbert.train import RunOptions, pretrain
 
 
 def fuzz(examples: int):
@@ -233,7 +233,7 @@ def run_dir(tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), synthetic_examples(16),
-             out_dir=out, progress=False)
+             options=RunOptions(out_dir=out, progress=False))
     torch.set_num_threads(threads)
     return out
 

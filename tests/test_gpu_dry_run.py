@@ -31,7 +31,6 @@ from minialbert.course.scale import (
     DRY_RUN_VAR,
     ENV_VAR,
     SCALES,
-    Scale,
     current_scale,
     dry_run,
 )
@@ -57,9 +56,10 @@ LESSON_KEPT = {"speed.presets": "names of the models lesson 09 times (speed.repe
 # of steps or samples, and a divisor (larger is smaller).
 CAP = 16
 BOUNDS = {"max_documents": 800, "order_control.train_documents": 200,    # text enough for its tokenizer
-          "order_control.max_seq_len": GPU.max_seq_len, "long_text.choice.max_seq_len": GPU.max_seq_len,
-          "attention.kernel_check_len": 130, "tokenizers.vocab_sizes": GPU.vocab_size,
-          "attention.seq_lens": GPU.max_seq_len, "downstream.finetune.max_seq_len": GPU.max_seq_len}
+          "order_control.max_seq_len": GPU.data.max_seq_len,
+          "long_text.choice.max_seq_len": GPU.data.max_seq_len,
+          "attention.kernel_check_len": 130, "tokenizers.vocab_sizes": GPU.data.vocab_size,
+          "attention.seq_lens": GPU.data.max_seq_len, "downstream.finetune.max_seq_len": GPU.data.max_seq_len}
 AT_LEAST = {"narrow_by": 8}
 
 
@@ -114,12 +114,13 @@ def test_gpu_dry_run_scale_keeps_the_model_and_caps_every_size(monkeypatch):
     monkeypatch.setenv(DRY_RUN_VAR, "1")
     dry = current_scale()
     assert dry.name == "gpu" + DRY_RUN_SUFFIX and dry.figure_subdir == "gpu" + DRY_RUN_SUFFIX
-    assert (dry.albert_preset, dry.bert_preset) == (GPU.albert_preset, GPU.bert_preset)
-    assert (dry.max_seq_len, dry.vocab_size) == (GPU.max_seq_len, GPU.vocab_size) == (256, 6000)
+    assert dry.models == GPU.models
+    sizes = (dry.data.max_seq_len, dry.data.vocab_size)
+    assert sizes == (GPU.data.max_seq_len, GPU.data.vocab_size) == (256, 6000)
     cfg = dry.model_config("albert")
     assert (cfg.hidden_size, cfg.num_layers, cfg.max_position_embeddings) == (768, 12, 256)
-    assert dry.corpus == "pydocs" and dry.zoo_on_demand and dry.is_dry_run and dry.base_name == "gpu"
-    assert not GPU.is_dry_run and not GPU.zoo_on_demand
+    assert dry.data.corpus == "pydocs" and dry.zoo.on_demand and dry.is_dry_run and dry.base_name == "gpu"
+    assert not GPU.is_dry_run and not GPU.zoo.on_demand
     # one switch, resolved at the edge: the name of a dry run resolves to it, and it is idempotent
     assert current_scale(dry.name) == dry == dry_run(dry) == current_scale("gpu")
     monkeypatch.setenv(DRY_RUN_VAR, "0")
@@ -127,13 +128,13 @@ def test_gpu_dry_run_scale_keeps_the_model_and_caps_every_size(monkeypatch):
     monkeypatch.delenv(DRY_RUN_VAR)
     assert current_scale() is GPU
 
-    names = {f.name for f in dataclasses.fields(Scale)}
+    names = set(GPU.fields())                    # every field of every part, flat (Scale.of's keywords)
     assert not set(DRY_RUN) & set(KEPT)
     assert names == set(DRY_RUN) | set(KEPT), (
         f"every Scale field is capped by DRY_RUN or kept on purpose (KEPT); not decided: "
         f"{sorted(names - set(DRY_RUN) - set(KEPT))}")
     for field in sorted(names - set(KEPT)):
-        assert_capped(field, getattr(dry, field), getattr(GPU, field))
+        assert_capped(field, dry.fields()[field], GPU.fields()[field])
 
 
 def test_gpu_dry_run_caps_what_every_lesson_measures(monkeypatch):
@@ -153,15 +154,15 @@ def test_gpu_dry_run_caps_what_every_lesson_measures(monkeypatch):
 
 
 def test_gpu_dry_run_sampled_heldout_is_a_subset(monkeypatch, tmp_path):
-    """The ablation's held-out sets at a dry run: scale.eval_examples of the pairs, seeded, intact."""
+    """The ablation's held-out sets at a dry run: scale.recipe.eval_examples of the pairs, seeded, intact."""
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     scale = dry_run(SCALES["ci"])                       # ci's sizes: seconds; the rule is the same
     for objective in ("mlm", "sop"):
-        data = heldout(objective, scale)
-        assert len(data) == scale.eval_examples
-        full = heldout(objective, dataclasses.replace(scale, eval_examples=None))
+        data = heldout(objective, scale.data, scale.recipe.eval_examples)
+        assert len(data) == scale.recipe.eval_examples
+        full = heldout(objective, scale.data, None)
         assert sampled(full, None) is full and sampled(full, len(full) + 1) is full
-        at = evaluation_sample(full, scale.eval_examples)
+        at = evaluation_sample(full, scale.recipe.eval_examples)
         for j, i in enumerate(at):
             assert data[j].keys() == full[i].keys()
             assert all(torch.equal(data[j][k], full[i][k]) for k in data[j])
@@ -197,13 +198,14 @@ def test_gpu_dry_run_pretrain_evaluate_smoothness_finetune(gpu_dry, capsys):
     out = gpu_dry / "pretrain"
     result = run(["pretrain", "--out", str(out), "--quiet"], capsys)
     dry = current_scale()
-    assert result["steps"] == dry.pretrain_steps and finite(result)
-    assert result["valid_eval_examples"] == dry.eval_examples
+    assert result["steps"] == dry.recipe.pretrain_steps and finite(result)
+    assert result["valid_eval_examples"] == dry.recipe.eval_examples
     assert_gpu_model(out)
     assert (out / "checkpoints").is_dir() and (out / "metrics.jsonl").is_file()
 
     evaluation = run(["evaluate", "--checkpoint", str(out), "--json"], capsys)
-    assert evaluation["examples"] == dry.eval_examples and evaluation["step"] == dry.pretrain_steps
+    assert evaluation["examples"] == dry.recipe.eval_examples
+    assert evaluation["step"] == dry.recipe.pretrain_steps
     assert finite(evaluation["mlm"]) and 0 <= evaluation["mlm"]["mask"]["accuracy"] <= 1
 
     figures = gpu_dry / "figures"
@@ -229,7 +231,7 @@ def test_gpu_dry_run_zoo_and_ablation(gpu_dry, capsys):
     written = json.loads(summary.read_text())
     (row,) = written["entries"]
     dry = current_scale()
-    assert written["scale"] == dry.name and row["state"] == "built" and row["steps"] == dry.zoo_steps
+    assert written["scale"] == dry.name and row["state"] == "built" and row["steps"] == dry.zoo.steps
     (entry_dir,) = (gpu_dry / "cache" / "zoo" / dry.name).glob("albert-sop-*")
     assert_gpu_model(entry_dir)
     assert finite(json.loads((entry_dir / "evaluation.json").read_text())["mlm"])
@@ -239,7 +241,7 @@ def test_gpu_dry_run_zoo_and_ablation(gpu_dry, capsys):
     result = json.loads((out / "nsp_vs_sop.json").read_text())
     assert (out / "nsp_vs_sop.png").stat().st_size > 0
     assert result["scale"] == dry.name and result["arms"] == ["sop"] and result["seeds"] == [0]
-    assert all(h["examples"] == dry.eval_examples for h in result["heldout"].values())
+    assert all(h["examples"] == dry.recipe.eval_examples for h in result["heldout"].values())
     assert [r["arm"] for r in result["runs"]] == ["random init", "sop"]
     assert finite(result["summary"])
 
@@ -322,20 +324,21 @@ def test_gpu_dry_run_budgeted_steps_and_schedule():
     from minialbert.optim import warmup_linear_decay
 
     check = load_gpu_check()
-    assert check.budgeted_steps(150.0, 0.064, GPU.pretrain_steps) == 2343        # 2.5 min at 64 ms a step
+    assert check.budgeted_steps(150.0, 0.064, GPU.recipe.pretrain_steps) == 2343  # 2.5 min at 64 ms a step
     assert check.budgeted_steps(150.0, 0.0641, 10_000) == 2340                   # rounded down: it fits
     assert check.budgeted_steps(1.0, 5.0, 100) == 1 and check.budgeted_steps(1e6, 0.01, 500) == 500
     for bad in ((0.0, 0.1), (10.0, 0.0), (10.0, float("nan"))):
         with pytest.raises(ValueError, match="step time > 0"):
             check.budgeted_steps(*bad, 10)
     plan = check.budgeted_schedule(GPU, 2343)
-    share = GPU.warmup_steps / GPU.pretrain_steps
+    share = GPU.recipe.warmup_steps / GPU.recipe.pretrain_steps
     assert plan["warmup"] == round(2343 * share) and plan["steps"] == 2343
-    assert (plan["lr"], plan["optimizer"], plan["batch_size"]) == (GPU.learning_rate, GPU.optimizer, 128)
+    assert (plan["lr"], plan["optimizer"], plan["batch_size"]) == (GPU.recipe.learning_rate,
+                                                                   GPU.recipe.optimizer, 128)
     assert plan["eval_every"] == 2343 // check.CURVE_POINTS
     assert check.budgeted_schedule(GPU, 3)["warmup"] == 1                        # never 0 warmup steps
     dry = dry_run(GPU)
-    assert check.budgeted_schedule(dry, dry.pretrain_steps)["warmup"] <= dry.pretrain_steps
+    assert check.budgeted_schedule(dry, dry.recipe.pretrain_steps)["warmup"] <= dry.recipe.pretrain_steps
     # the learning rate the run follows: up to the peak at the end of warmup, down to 0 at the last step
     param = torch.nn.Parameter(torch.zeros(1))
     optimizer = torch.optim.SGD([param], lr=plan["lr"])
@@ -372,7 +375,7 @@ def test_gpu_dry_run_gpu_check_writes_its_json(gpu_dry, tmp_path, capsys):
     run = written["run"]
     assert run["name"] == "albert-sop" and run["budget_minutes"] == 0.5
     assert (run["model"]["hidden_size"], run["model"]["num_layers"]) == (768, 12)
-    assert 1 <= run["train"]["steps"] <= dry.pretrain_steps                      # the dry run's cap
+    assert 1 <= run["train"]["steps"] <= dry.recipe.pretrain_steps               # the dry run's cap
     assert run["seconds_per_step"]["steps"] == run["train"]["steps"] and run["seconds_per_step"]["mean"] > 0
     assert run["calibration"]["seconds_per_step"] > 0
     assert run["curve"] and run["curve"][-1]["step"] == run["train"]["steps"]

@@ -25,7 +25,7 @@ from minialbert.course.commands import main  # noqa: E402
 from minialbert.course.experiments import zoo  # noqa: E402
 from minialbert.course.plots import save_figure  # noqa: E402
 from minialbert.course.scale import DRY_RUN_VAR, ENV_VAR, SCALES, current_scale  # noqa: E402
-from minialbert.train import pretrain  # noqa: E402
+from minialbert.train import RunOptions, pretrain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,21 +131,23 @@ def test_resuming_a_finished_run_into_a_new_folder_is_refused_and_creates_nothin
     """Before: exit 0 and a result naming `fresh`, which was never created (nothing was left to train)."""
     data, run_args = synthetic_examples(16), args(steps=2, warmup=0, eval_every=0, checkpoint_every=1)
     done = tmp_path / "done"
-    pretrain(TINY, run_args, data, out_dir=done, progress=False)
+    pretrain(TINY, run_args, data, options=RunOptions(out_dir=done, progress=False))
     before = {p: p.read_bytes() for p in done.rglob("*") if p.is_file()}
     for resume_from in (done, done / "checkpoints" / "step-000002"):
         with pytest.raises(ValueError, match=r"is already at step 2 of 2: the run it belongs to is finished, "
                                              r"so there is nothing to train into .*fresh") as info:
-            pretrain(TINY, run_args, data, out_dir=tmp_path / "fresh", resume_from=resume_from,
-                     progress=False)
+            pretrain(TINY, run_args, data,
+                     options=RunOptions(out_dir=tmp_path / "fresh", resume_from=resume_from, progress=False))
         assert "\n" not in str(info.value)
         assert not (tmp_path / "fresh").exists()
     assert {p: p.read_bytes() for p in done.rglob("*") if p.is_file()} == before
     # an unfinished run still branches into the new folder, and --resume of the finished run itself is fine
-    branch = pretrain(TINY, run_args, data, out_dir=tmp_path / "branch",
-                      resume_from=done / "checkpoints" / "step-000001", progress=False)
+    branch = pretrain(TINY, run_args, data,
+                      options=RunOptions(out_dir=tmp_path / "branch",
+                                         resume_from=done / "checkpoints" / "step-000001", progress=False))
     assert branch.history[-1]["step"] == 2 and checkpoint.find_checkpoint(tmp_path / "branch")
-    assert pretrain(TINY, run_args, data, out_dir=done, resume=True, progress=False).history[-1]["step"] == 2
+    resumed = pretrain(TINY, run_args, data, options=RunOptions(out_dir=done, resume=True, progress=False))
+    assert resumed.history[-1]["step"] == 2
 
 
 # -------------------------------------------------------------------- 5. corpus cache and full disk
@@ -206,7 +208,7 @@ def test_pretrain_on_a_full_cache_disk_is_one_line_naming_the_cache(tmp_path):
     build = tmp_path / "build"
     env = {**os.environ, "MINIALBERT_CACHE": str(build), "MINIALBERT_SCALE": "ci", "OMP_NUM_THREADS": "1"}
     subprocess.run([sys.executable, "-c", "from minialbert.course.data import course_tokenizer as t\n"
-                    "from minialbert.course.scale import SCALES\nt(SCALES['ci'])"],
+                    "from minialbert.course.scale import SCALES\nt(SCALES['ci'].data)"],
                    env=env, check=True, cwd=ROOT)
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -245,7 +247,7 @@ def test_ctrl_c_during_a_checkpoint_save_leaves_no_temporary_folder(tmp_path, mo
 
     monkeypatch.setattr(checkpoint, "_write_checkpoint_files", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        pretrain(TINY, run_args, data, out_dir=tmp_path, progress=False)
+        pretrain(TINY, run_args, data, options=RunOptions(out_dir=tmp_path, progress=False))
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["latest", "step-000001"]
 
 

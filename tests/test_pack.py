@@ -67,8 +67,8 @@ def test_pack_round_trips_byte_for_byte(packed, tmp_path, monkeypatch):
     unpacked = tree(tmp_path / "other")                         # (and the embedded corpus's own cache)
     assert {n: unpacked[n] for n in made["files"]} == {n: source[n] for n in made["files"]}   # byte for byte
     assert set(unpacked) - set(made["files"]) <= {n for n in unpacked if n.startswith("corpora/pydocs-")}
-    assert course_tokenizer_path(CI) in written                  # found where course_tokenizer looks
-    assert course_tokenizer(CI).model_proto == source[next(iter(made["files"]))]
+    assert course_tokenizer_path(CI.data) in written                  # found where course_tokenizer looks
+    assert course_tokenizer(CI.data).model_proto == source[next(iter(made["files"]))]
     again = make_pack(CI, tmp_path / "again.pack")               # no dates inside: the same bytes
     assert (tmp_path / "again.pack").read_bytes() == path.read_bytes() and again["files"] == made["files"]
 

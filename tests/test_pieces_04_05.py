@@ -19,7 +19,7 @@ from minialbert.masking import MaskingVocab, corrupt, ngram_mask, whole_words
 from minialbert.model import AlbertForPretraining
 from minialbert.optim import make_optimizer
 from minialbert.pretraining_data import collate
-from minialbert.train import StepBatches, TrainArgs, pretrain
+from minialbert.train import RunOptions, StepBatches, TrainArgs, pretrain
 
 # ------------------------------------------------------------------ written as a learner would
 
@@ -264,7 +264,8 @@ def lesson_run():
     args = TrainArgs(objective="mlm", steps=20, batch_size=8, lr=0.05, warmup=5, optimizer="adamw",
                      eval_every=100, checkpoint_every=0)
     data = permutation_chains(64, cfg.vocab_size, length=10)
-    theirs = [r["loss"] for r in pretrain(cfg, args, data, progress=False).history if r["split"] == "train"]
+    history = pretrain(cfg, args, data, options=RunOptions(progress=False)).history
+    theirs = [r["loss"] for r in history if r["split"] == "train"]
 
     def run(step, loop=training_loop):
         torch.manual_seed(args.seed)

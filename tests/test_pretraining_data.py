@@ -437,13 +437,13 @@ def test_course_pretraining_data_wires_scale_corpus_and_tokenizer(tiny_tokenizer
     monkeypatch.setattr("minialbert.course.data.course_tokenizer", lambda scale: tiny_tokenizer[0])
     for name in ("ci", "course"):
         scale = SCALES[name]
-        ds = course_pretraining_data("nsp", "valid", scale)
-        assert calls.pop() == (scale.corpus, "valid", scale.max_documents)   # the scale's own corpus
-        assert ds.objective == "nsp" and ds.max_seq_len == scale.max_seq_len
-        fresh = build_examples(documents, tiny_tokenizer[0], "nsp", scale.max_seq_len, COURSE_SEED,
-                               dupe_factor=scale.dupe_factor, cache=False)
+        ds = course_pretraining_data("nsp", "valid", scale.data)
+        assert calls.pop() == (scale.data.corpus, "valid", scale.data.max_documents)  # the scale's own corpus
+        assert ds.objective == "nsp" and ds.max_seq_len == scale.data.max_seq_len
+        fresh = build_examples(documents, tiny_tokenizer[0], "nsp", scale.data.max_seq_len, COURSE_SEED,
+                               dupe_factor=scale.data.dupe_factor, cache=False)
         _assert_same(fresh, ds)
-    assert SCALES["ci"].corpus == "pydocs" and SCALES["course"].corpus == "course"
+    assert SCALES["ci"].data.corpus == "pydocs" and SCALES["course"].data.corpus == "course"
 
 
 @pytest.mark.parametrize("objective", ["mlm", "nsp", "sop"])

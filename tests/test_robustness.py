@@ -22,11 +22,12 @@ from minialbert.checkpoint import NonFiniteError, find_checkpoint, load_checkpoi
 from minialbert.config import AlbertConfig
 from minialbert.costs import count_parameters
 from minialbert.course.commands import main
-from minialbert.course.scale import SCALES, train_args_of
+from minialbert.course.scale import SCALES
+from minialbert.evaluation import pretraining_evaluator
 from minialbert.inputs import check_batch
 from minialbert.model import AlbertForPretraining, AlbertModel
 from minialbert.run_directory import RunLockedError, read_metrics, run_lock
-from minialbert.train import pretrain
+from minialbert.train import RunOptions, pretrain
 
 
 @pytest.fixture(autouse=True)
@@ -45,13 +46,13 @@ def flip_bytes(path, offset: int, count: int = 4) -> None:
 @pytest.mark.parametrize("name", ["model.safetensors", "optimizer.pt", "trainer_state.json", "config.json"])
 def test_four_changed_bytes_in_the_latest_checkpoint_are_named(tmp_path, name):
     data = synthetic_examples(16)
-    pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data, out_dir=tmp_path,
-             progress=False)
+    pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data,
+             options=RunOptions(out_dir=tmp_path, progress=False))
     latest = find_checkpoint(tmp_path)
     flip_bytes(latest / name, (latest / name).stat().st_size // 2)
     for attempt in (lambda: load_checkpoint(tmp_path),
                     lambda: pretrain(TINY, args(steps=3, warmup=0, checkpoint_every=1, eval_every=0), data,
-                                     out_dir=tmp_path, resume=True, progress=False)):
+                                     options=RunOptions(out_dir=tmp_path, resume=True, progress=False))):
         with pytest.raises(ValueError, match=f"{name} is damaged") as info:
             attempt()
         assert "\n" not in str(info.value)
@@ -61,15 +62,18 @@ def test_four_changed_bytes_in_the_latest_checkpoint_are_named(tmp_path, name):
 def test_resume_from_the_previous_checkpoint_finishes_the_run_exactly(tmp_path):
     data = synthetic_examples(32)
     a = args(steps=4, warmup=1, checkpoint_every=2, eval_every=2, keep_last=2)
-    straight = pretrain(TINY, a, data, data, out_dir=tmp_path / "straight", progress=False)
+    straight = pretrain(TINY, a, data, pretraining_evaluator(data, TINY, a),
+                        RunOptions(out_dir=tmp_path / "straight", progress=False))
 
     run = tmp_path / "run"
-    pretrain(TINY, a, data, data, out_dir=run, progress=False)
+    pretrain(TINY, a, data, pretraining_evaluator(data, TINY, a), RunOptions(out_dir=run, progress=False))
     flip_bytes(run / "checkpoints" / "step-000004" / "optimizer.pt", 100)
     with pytest.raises(ValueError, match="optimizer.pt is damaged.*resume from .*step-000002"):
-        pretrain(TINY, a, data, data, out_dir=run, resume=True, progress=False)
-    redone = pretrain(TINY, a, data, data, out_dir=run, resume_from=run / "checkpoints" / "step-000002",
-                      progress=False)
+        pretrain(TINY, a, data, pretraining_evaluator(data, TINY, a),
+                 RunOptions(out_dir=run, resume=True, progress=False))
+    redone = pretrain(TINY, a, data, pretraining_evaluator(data, TINY, a),
+                      RunOptions(out_dir=run, resume_from=run / "checkpoints" / "step-000002",
+                                 progress=False))
     assert find_checkpoint(run).name == "step-000004"
     for k, v in weights(straight.model).items():
         assert torch.equal(weights(redone.model)[k], v), k
@@ -96,16 +100,16 @@ def test_bad_hyper_parameters_are_refused_before_anything_is_written(change, mes
 
 def test_scale_warmup_is_clamped_to_a_short_run_with_a_warning():
     with pytest.warns(UserWarning, match="warmup of 5 steps is longer than steps=3: using warmup=3"):
-        assert train_args_of(SCALES["ci"], steps=3).warmup == 3
+        assert SCALES["ci"].recipe.train_args(steps=3).warmup == 3
     with pytest.raises(ValueError, match="warmup 5 must be between 0 and steps 3"):
-        train_args_of(SCALES["ci"], steps=3, warmup=5)               # the user's own value: refused
+        SCALES["ci"].recipe.train_args(steps=3, warmup=5)               # the user's own value: refused
 
 
 def test_a_non_finite_loss_stops_the_run_and_latest_stays_good(tmp_path):
     data = synthetic_examples(16)
     with pytest.raises(NonFiniteError, match=r"step 2: non-finite train .*mlm_loss = nan"):
         pretrain(TINY, args(steps=4, warmup=0, lr=1e5, optimizer="adamw", checkpoint_every=1, eval_every=0),
-                 data, out_dir=tmp_path, progress=False)
+                 data, options=RunOptions(out_dir=tmp_path, progress=False))
     assert find_checkpoint(tmp_path).name == "step-000001"
     model = load_checkpoint(tmp_path)
     assert all(torch.isfinite(p).all() for p in model.parameters())
@@ -120,34 +124,36 @@ def test_a_second_run_on_a_locked_directory_is_refused(tmp_path):
     data = synthetic_examples(16)
     with run_lock(tmp_path):
         with pytest.raises(RunLockedError, match=f"in use by another run \\(PID {os.getpid()}") as info:
-            pretrain(TINY, args(steps=1, warmup=0), data, out_dir=tmp_path, progress=False)
+            pretrain(TINY, args(steps=1, warmup=0), data,
+                     options=RunOptions(out_dir=tmp_path, progress=False))
     assert isinstance(info.value, OSError)                                  # the CLI's one-line kind
     assert not (tmp_path / "checkpoints").exists()
 
 
 def test_a_stale_lock_is_taken_over_and_removed(tmp_path):
     (tmp_path / ".lock").write_text("999999999\n")                         # its process is long gone
-    pretrain(TINY, args(steps=1, warmup=0), synthetic_examples(16), out_dir=tmp_path, progress=False)
+    pretrain(TINY, args(steps=1, warmup=0), synthetic_examples(16),
+             options=RunOptions(out_dir=tmp_path, progress=False))
     assert not (tmp_path / ".lock").exists() and find_checkpoint(tmp_path).name == "step-000001"
 
 
 def test_a_run_failing_before_its_first_step_leaves_the_directory_as_found(tmp_path):
     data = synthetic_examples(16)
     with pytest.raises(ValueError, match="fewer than one batch"):
-        pretrain(TINY, args(steps=1, warmup=0, batch_size=100000), data, out_dir=tmp_path / "new",
-                 progress=False)
+        pretrain(TINY, args(steps=1, warmup=0, batch_size=100000), data,
+                 options=RunOptions(out_dir=tmp_path / "new", progress=False))
     assert not (tmp_path / "new").exists()
     (tmp_path / "old").mkdir()
     with pytest.raises(ValueError, match="fewer than one batch"):
-        pretrain(TINY, args(steps=1, warmup=0, batch_size=100000), data, out_dir=tmp_path / "old",
-                 progress=False)
+        pretrain(TINY, args(steps=1, warmup=0, batch_size=100000), data,
+                 options=RunOptions(out_dir=tmp_path / "old", progress=False))
     assert list((tmp_path / "old").iterdir()) == []
 
 
 def test_leftover_temporaries_are_cleaned_at_the_next_start(tmp_path):
     data = synthetic_examples(16)
-    pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data, out_dir=tmp_path,
-             progress=False)
+    pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data,
+             options=RunOptions(out_dir=tmp_path, progress=False))
     (tmp_path / "checkpoints" / ".tmp-step-000002-123").mkdir()
     (tmp_path / "checkpoints" / ".tmp-step-000002-123" / "model.safetensors").write_bytes(b"half")
     (tmp_path / "checkpoints" / ".latest.tmp-123").write_text("step-000002\n")
@@ -158,8 +164,8 @@ def test_leftover_temporaries_are_cleaned_at_the_next_start(tmp_path):
         path.mkdir()
     with pytest.warns(UserWarning, match=r"removed what an interrupted save left in .*: "
                                          r"checkpoints/.tmp-step-000002-123, ") as said:
-        pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data, out_dir=tmp_path,
-                 resume=True, progress=False)
+        pretrain(TINY, args(steps=2, warmup=0, checkpoint_every=1, eval_every=0), data,
+                 options=RunOptions(out_dir=tmp_path, resume=True, progress=False))
     assert len(said) == 1 and "\n" not in str(said[0].message)
     assert sorted(p for p in tmp_path.rglob("*") if "tmp" in p.name) == sorted(mine)
 
@@ -167,7 +173,8 @@ def test_leftover_temporaries_are_cleaned_at_the_next_start(tmp_path):
 def test_an_empty_out_dir_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="out_dir is empty"):
-        pretrain(TINY, args(steps=1, warmup=0), synthetic_examples(16), out_dir="", progress=False)
+        pretrain(TINY, args(steps=1, warmup=0), synthetic_examples(16),
+                 options=RunOptions(out_dir="", progress=False))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -339,17 +346,18 @@ def test_a_replaced_tokenizer_cache_is_rebuilt(tmp_path, monkeypatch):
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     monkeypatch.setitem(PRESETS, "tiny-albert", {**PRESETS["ci-albert"], "vocab_size": 300})
-    scale = dataclasses.replace(SCALES["ci"], albert_preset="tiny-albert", max_documents=40)
-    tok = course_tokenizer(scale)
+    scale = SCALES["ci"].replace(albert_preset="tiny-albert", max_documents=40)
+    tok = course_tokenizer(scale.data)
     [path] = (tmp_path / "tokenizers").glob("*.model")
     Tokenizer.train(SENTENCES, vocab_size=120).save(path)                   # another valid model
     with pytest.warns(UserWarning, match="is damaged"):
-        assert course_tokenizer(scale).model_proto == tok.model_proto
+        assert course_tokenizer(scale.data).model_proto == tok.model_proto
 
 
 def test_metrics_of_a_run_are_strict_json(tmp_path):
-    pretrain(TINY, args(steps=2, warmup=0), synthetic_examples(16), synthetic_examples(8, seed=1),
-             out_dir=tmp_path, progress=False)
+    pretrain(TINY, args(steps=2, warmup=0), synthetic_examples(16),
+             pretraining_evaluator(synthetic_examples(8, seed=1), TINY, args(steps=2, warmup=0)),
+             RunOptions(out_dir=tmp_path, progress=False))
     assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 2]
 
 
@@ -368,7 +376,7 @@ def test_weights_that_are_not_finite_are_refused_when_loaded(tmp_path, value):
     import safetensors.torch
 
     data, run_args = synthetic_examples(16), args(steps=2, warmup=0, eval_every=0, checkpoint_every=1)
-    pretrain(TINY, run_args, data, out_dir=tmp_path, progress=False)
+    pretrain(TINY, run_args, data, options=RunOptions(out_dir=tmp_path, progress=False))
     ckpt = tmp_path / "checkpoints" / "step-000001"
     (tmp_path / "checkpoints" / "latest").write_text("step-000001\n")    # as if killed after step 1
     tensors = safetensors.torch.load_file(ckpt / "model.safetensors")
@@ -376,7 +384,8 @@ def test_weights_that_are_not_finite_are_refused_when_loaded(tmp_path, value):
     safetensors.torch.save_file(tensors, ckpt / "model.safetensors")
     resign(ckpt)
     for attempt in (lambda: load_checkpoint(tmp_path),
-                    lambda: pretrain(TINY, run_args, data, out_dir=tmp_path, resume=True, progress=False)):
+                    lambda: pretrain(TINY, run_args, data,
+                                     options=RunOptions(out_dir=tmp_path, resume=True, progress=False))):
         with pytest.raises(ValueError, match=r"model.safetensors holds unusable weights: "
                                              r"albert.pooler.weight reaches"):
             attempt()
@@ -388,13 +397,14 @@ def test_resuming_from_another_runs_checkpoint_into_an_existing_run_is_refused(t
     data, run_args = synthetic_examples(16), args(steps=2, warmup=0, eval_every=0, checkpoint_every=1)
     run, other = tmp_path / "run", tmp_path / "other"
     for out in (run, other):
-        pretrain(TINY, run_args, data, out_dir=out, progress=False)
+        pretrain(TINY, run_args, data, options=RunOptions(out_dir=out, progress=False))
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
     step_1 = other / "checkpoints" / "step-000001"
     with pytest.raises(FileExistsError, match="already holds a run .* belongs to another run"):
-        pretrain(TINY, run_args, data, out_dir=run, resume_from=step_1, progress=False)
+        pretrain(TINY, run_args, data, options=RunOptions(out_dir=run, resume_from=step_1, progress=False))
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
-    result = pretrain(TINY, run_args, data, out_dir=tmp_path / "branch", resume_from=step_1, progress=False)
+    result = pretrain(TINY, run_args, data,
+                      options=RunOptions(out_dir=tmp_path / "branch", resume_from=step_1, progress=False))
     assert result.history[-1]["step"] == 2
 
 
@@ -403,8 +413,8 @@ def test_a_rerun_says_which_metrics_it_replaces(tmp_path):
     replaces them."""
     (tmp_path / "metrics.jsonl").write_text('{"step": 1, "split": "train"}\n{"step": 2, "split": "train"}\n')
     with pytest.warns(UserWarning, match="holds 2 records of an earlier run that saved no checkpoint"):
-        pretrain(TINY, args(steps=1, warmup=0, eval_every=0), synthetic_examples(16), out_dir=tmp_path,
-                 progress=False)
+        pretrain(TINY, args(steps=1, warmup=0, eval_every=0), synthetic_examples(16),
+                 options=RunOptions(out_dir=tmp_path, progress=False))
 
 
 def test_a_tokenizer_cache_with_other_settings_is_rebuilt(tmp_path, monkeypatch):
@@ -418,12 +428,12 @@ def test_a_tokenizer_cache_with_other_settings_is_rebuilt(tmp_path, monkeypatch)
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     monkeypatch.setitem(PRESETS, "tiny-albert", {**PRESETS["ci-albert"], "vocab_size": 300})
-    scale = dataclasses.replace(SCALES["ci"], albert_preset="tiny-albert", max_documents=40)
-    tok = course_tokenizer(scale)
+    scale = SCALES["ci"].replace(albert_preset="tiny-albert", max_documents=40)
+    tok = course_tokenizer(scale.data)
     [path] = (tmp_path / "tokenizers").glob("*.model")
     download.write_checked(path, Tokenizer.train(SENTENCES, vocab_size=120).model_proto)   # checksum matches
     with pytest.warns(UserWarning, match="holds 120 pieces, not the 300 its settings ask for; rebuilding"):
-        assert course_tokenizer(scale).model_proto == tok.model_proto
+        assert course_tokenizer(scale.data).model_proto == tok.model_proto
 
 
 def test_hf_weights_without_the_pooler_are_reported():
@@ -473,10 +483,11 @@ def test_a_full_disk_is_one_line_and_leaves_no_temporary(tmp_path, monkeypatch):
 
         with pytest.raises(OSError, match=r"no space left on the device .* while writing checkpoint "
                                           r".*step-000002; the last good checkpoint is step-000001"):
-            pretrain(TINY, run_args, data, out_dir=run, progress=False, callbacks=[fill_the_disk])
+            pretrain(TINY, run_args, data,
+                     options=RunOptions(out_dir=run, progress=False, callbacks=[fill_the_disk]))
         assert not list((run / "checkpoints").glob(".tmp-*"))
         (disk / "filler").unlink()
-        result = pretrain(TINY, run_args, data, out_dir=run, resume=True, progress=False)
+        result = pretrain(TINY, run_args, data, options=RunOptions(out_dir=run, resume=True, progress=False))
         assert result.history[-1]["step"] == 2
     finally:
         subprocess.run(["umount", str(disk)])

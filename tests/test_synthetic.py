@@ -9,7 +9,7 @@ from minialbert.evaluation import MLMBaselines, evaluate_pretraining
 from minialbert.model import IGNORE_INDEX
 from minialbert.pretraining_data import unmasked_ids
 from minialbert.tokenizer import MASK_ID
-from minialbert.train import TrainArgs, pretrain
+from minialbert.train import RunOptions, TrainArgs, pretrain
 
 
 def test_chains_follow_one_permutation_and_mask_fifteen_percent():
@@ -39,7 +39,7 @@ def test_a_tiny_albert_leaves_the_plateau_on_short_chains():
     args = TrainArgs(objective="mlm", steps=400, batch_size=32, lr=3e-3, warmup=100, optimizer="adamw",
                      eval_every=0, checkpoint_every=0)
     train, valid = permutation_chains(4096, 64, 32, seed=0), permutation_chains(128, 64, 32, seed=1)
-    result = pretrain(cfg, args, train, None, progress=False)
+    result = pretrain(cfg, args, train, options=RunOptions(progress=False))
     ev = evaluate_pretraining(result.model, valid, MLMBaselines.fit(train, 64))
     chance = ev["baselines"]["unigram"]["mask"]
     assert chance["accuracy"] < 0.05                                 # frequencies say nothing here

@@ -20,17 +20,17 @@ from minialbert.glue import PinnedFile, download_glue
 from minialbert.labelled_task import SPLITS, Example
 
 CI = SCALES["ci"]             # the embedded corpus, 300 documents per split
-MAX_DOCUMENTS = CI.max_documents
+MAX_DOCUMENTS = CI.data.max_documents
 
 
 @pytest.fixture(scope="module", params=["word-order", "shuffled-words", "shuffled-inner-words",
                                         "next-sentence"])
 def task(request):
-    return load_task(request.param, CI)
+    return load_task(request.param, CI.data)
 
 
 def test_deterministic(task):
-    again = load_task(task.name, CI)
+    again = load_task(task.name, CI.data)
     for split in SPLITS:
         assert task.split(split) == again.split(split)
 
@@ -58,7 +58,7 @@ def test_no_held_out_sentence_occurs_in_a_training_document(task):
 
 
 def test_word_order_classes_hold_the_same_words():
-    task = load_task("word-order", CI)
+    task = load_task("word-order", CI.data)
     originals = {s for d in pydocs_documents("train", MAX_DOCUMENTS) for s in d.sentences}
     intact = [ex.text_a for ex in task.train if ex.label == 1]
     swapped = [ex.text_a for ex in task.train if ex.label == 0]
@@ -74,7 +74,7 @@ def test_word_order_classes_hold_the_same_words():
 
 @pytest.mark.parametrize("name", ["shuffled-words", "shuffled-inner-words"])
 def test_shuffled_words_keep_the_words(name):
-    task = load_task(name, CI)
+    task = load_task(name, CI.data)
     originals = {s for d in pydocs_documents("train", MAX_DOCUMENTS) for s in d.sentences}
     by_words = {tuple(sorted(s.split())) for s in originals}
     ends = {(s.split()[0], s.split()[-1]) for s in originals}
@@ -100,7 +100,7 @@ def test_shuffle_words():
 
 
 def test_next_sentence_pairs_come_from_one_document():
-    task = load_task("next-sentence", CI)
+    task = load_task("next-sentence", CI.data)
     places = {}                                  # sentence -> [(document, position)]: some repeat
     for d in pydocs_documents("train", MAX_DOCUMENTS):
         for i, s in enumerate(d.sentences):
@@ -112,7 +112,7 @@ def test_next_sentence_pairs_come_from_one_document():
     documents = pydocs_documents("train", MAX_DOCUMENTS)
     for ex in task.train[:300]:               # each pair names its document: test intervals resample them
         assert {ex.text_a, ex.text_b} <= set(documents[ex.document].sentences), ex
-    assert all(ex.document is None for ex in load_task("shuffled-words", CI).test)     # independent items
+    assert all(ex.document is None for ex in load_task("shuffled-words", CI.data).test)  # independent items
 
 
 def test_subset_is_seeded_and_stratified(task):

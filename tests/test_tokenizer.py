@@ -2,7 +2,6 @@
 deterministic training, the cached course tokenizer and clear errors for bad model files. The WordPiece
 tokenizer: the same ids and pairs as transformers' BertTokenizer, and clear errors for bad vocab.txt files."""
 
-import dataclasses
 import hashlib
 import io
 import os
@@ -186,21 +185,21 @@ def test_model_with_other_special_ids_is_rejected(tmp_path):
 def test_course_tokenizer_is_cached(monkeypatch, tmp_path):
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
     scale = current_scale("ci")
-    tok = course_tokenizer(scale)
-    assert tok.vocab_size == scale.vocab_size
+    tok = course_tokenizer(scale.data)
+    assert tok.vocab_size == scale.data.vocab_size
     models = list((tmp_path / "tokenizers").glob("*.model"))
     assert len(models) == 1
     # a new process finds the cached model and loads it quickly, with the same vocabulary
     code = ("import time; from minialbert.course.scale import current_scale; "
             "from minialbert.course.data import course_tokenizer; t = time.perf_counter(); "
-            "tok = course_tokenizer(current_scale('ci')); print(time.perf_counter() - t); "
+            "tok = course_tokenizer(current_scale('ci').data); print(time.perf_counter() - t); "
             "print(tok.model_proto.hex())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "MINIALBERT_CACHE": str(tmp_path)}).stdout.split()
     assert float(out[0]) < 2.0, f"cache hit took {out[0]} s"
     assert bytes.fromhex(out[1]) == tok.model_proto
     assert list((tmp_path / "tokenizers").glob("*.model")) == models
-    docs = pydocs_documents("train", max_documents=scale.max_documents)
+    docs = pydocs_documents("train", max_documents=scale.data.max_documents)
     assert tok.encode(docs[0].sentences[0])                                         # it tokenizes the corpus
 
 
@@ -302,20 +301,20 @@ def test_shipped_tokenizer_is_the_recorded_file_trained_on_the_recorded_corpus(m
     from minialbert.course.data import SHIPPED_TOKENIZERS, shipped_tokenizer_path
     from minialbert.course.scale import SCALES
 
-    assert ("course", SCALES["course"].vocab_size) in SHIPPED_TOKENIZERS
+    assert ("course", SCALES["course"].data.vocab_size) in SHIPPED_TOKENIZERS
     for (corpus, _), (_, corpus_digest) in SHIPPED_TOKENIZERS.items():
         assert corpus == "course" and corpus_digest == COURSE_CORPUS_SHA256   # a new corpus needs a retrain
     scale = SCALES["course"]
-    path = shipped_tokenizer_path(scale)
+    path = shipped_tokenizer_path(scale.data)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == SHIPPED_TOKENIZERS["course", 4000][0]
     # the course scale loads it without reading (or building) the corpus
     monkeypatch.setattr("minialbert.course.data.documents",
                         lambda *a: pytest.fail("the corpus was read"))
-    tok = course_tokenizer(scale)
-    assert tok.vocab_size == scale.vocab_size == 4000
+    tok = course_tokenizer(scale.data)
+    assert tok.vocab_size == scale.data.vocab_size == 4000
     text = "The model returns a list of strings."
     assert tok.decode(tok.encode(text)) == text.lower()
-    assert shipped_tokenizer_path(dataclasses.replace(scale, max_documents=10)) is None   # a sample: trained
+    assert shipped_tokenizer_path(scale.replace(max_documents=10).data) is None   # a sample: trained
 
 
 def test_a_damaged_or_missing_shipped_tokenizer_is_a_one_line_error(monkeypatch, tmp_path):
@@ -323,10 +322,10 @@ def test_a_damaged_or_missing_shipped_tokenizer_is_a_one_line_error(monkeypatch,
 
     monkeypatch.setattr("minialbert.course.data.SHIPPED_DIR", tmp_path)
     with pytest.raises(ValueError, match=r"course-4000.model is missing .*restore it"):
-        course_tokenizer(SCALES["course"])
+        course_tokenizer(SCALES["course"].data)
     (tmp_path / "course-4000.model").write_bytes(b"\x00not a model")
     with pytest.raises(ValueError, match=r"course-4000.model is damaged"):
-        course_tokenizer(SCALES["course"])
+        course_tokenizer(SCALES["course"].data)
 
 
 def test_retraining_the_shipped_tokenizer_gives_the_same_bytes():
@@ -338,7 +337,7 @@ def test_retraining_the_shipped_tokenizer_gives_the_same_bytes():
 
     if not course_corpus_cached():
         pytest.skip("the course corpus is not built here (python -m minialbert.corpus builds it)")
-    retrained = train_course_tokenizer(SCALES["course"]).model_proto
+    retrained = train_course_tokenizer(SCALES["course"].data).model_proto
     assert hashlib.sha256(retrained).hexdigest() == SHIPPED_TOKENIZERS["course", 4000][0]
 
 

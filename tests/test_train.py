@@ -12,9 +12,10 @@ import torch
 
 from minialbert import AlbertConfig
 from minialbert.checkpoint import find_checkpoint, load_checkpoint
+from minialbert.evaluation import pretraining_evaluator
 from minialbert.pretraining_data import collate
 from minialbert.run_directory import read_metrics
-from minialbert.train import StepBatches, TrainArgs, pretrain
+from minialbert.train import RunOptions, StepBatches, TrainArgs, pretrain
 
 TINY = AlbertConfig.preset("ci-albert", vocab_size=50, embedding_size=16, hidden_size=32, num_layers=2,
                            num_heads=2, intermediate_size=64, max_position_embeddings=32)
@@ -93,8 +94,9 @@ def test_train_args_validate():
 def test_pretraining_learns_and_logs(tmp_path):
     data, valid = synthetic_examples(160), synthetic_examples(32, seed=9)
     seen = []
-    res = pretrain(TINY, args(steps=40, warmup=4, eval_every=20, checkpoint_every=20, lr=2e-2), data, valid,
-                   out_dir=tmp_path / "run", callbacks=[seen.append], progress=False)
+    a = args(steps=40, warmup=4, eval_every=20, checkpoint_every=20, lr=2e-2)
+    res = pretrain(TINY, a, data, pretraining_evaluator(valid, TINY, a),
+                   RunOptions(out_dir=tmp_path / "run", callbacks=[seen.append], progress=False))
     train = [r for r in res.history if r["split"] == "train"]
     valid_records = [r for r in res.history if r["split"] == "valid"]
     assert [r["step"] for r in valid_records] == [20, 40]
@@ -113,8 +115,10 @@ def test_pretraining_learns_and_logs(tmp_path):
 
 def test_grad_accumulation_matches_one_big_batch():
     data = synthetic_examples(48)
-    one = pretrain(TINY, args(eval_every=0, checkpoint_every=0), data, progress=False).model
-    four = pretrain(TINY, args(eval_every=0, checkpoint_every=0, grad_accum=4), data, progress=False).model
+    one = pretrain(TINY, args(eval_every=0, checkpoint_every=0), data,
+                   options=RunOptions(progress=False)).model
+    four = pretrain(TINY, args(eval_every=0, checkpoint_every=0, grad_accum=4), data,
+                    options=RunOptions(progress=False)).model
     for k, v in weights(one).items():
         torch.testing.assert_close(weights(four)[k], v, rtol=1e-4, atol=1e-5)
 
@@ -122,7 +126,8 @@ def test_grad_accumulation_matches_one_big_batch():
 @pytest.mark.parametrize("objective", ["mlm", "nsp"])
 def test_other_objectives_run(objective):
     data = synthetic_examples(32, sentence=objective != "mlm")
-    res = pretrain(TINY, args(objective=objective, steps=2, warmup=0), data, data, progress=False)
+    a = args(objective=objective, steps=2, warmup=0)
+    res = pretrain(TINY, a, data, pretraining_evaluator(data, TINY, a), RunOptions(progress=False))
     last = res.history[-1]
     assert last["split"] == "valid" and "mlm_accuracy" in last
     assert ("nsp_accuracy" in last) == (objective == "nsp") and "sop_accuracy" not in last
@@ -131,12 +136,14 @@ def test_other_objectives_run(objective):
 
 def test_resume_from_a_middle_checkpoint_is_bitwise_exact(tmp_path):
     data, valid = synthetic_examples(40), synthetic_examples(16, seed=3)
-    straight = pretrain(TINY, args(), data, valid, out_dir=tmp_path / "a", progress=False)
+    straight = pretrain(TINY, args(), data, pretraining_evaluator(valid, TINY, args()),
+                        RunOptions(out_dir=tmp_path / "a", progress=False))
     # Pretend the run died right after step 3: keep only that checkpoint, then resume to step 6.
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     shutil.rmtree(tmp_path / "b" / "checkpoints" / "step-000006")
     (tmp_path / "b" / "checkpoints" / "latest").write_text("step-000003\n")
-    resumed = pretrain(TINY, args(), data, valid, out_dir=tmp_path / "b", resume=True, progress=False)
+    resumed = pretrain(TINY, args(), data, pretraining_evaluator(valid, TINY, args()),
+                       RunOptions(out_dir=tmp_path / "b", resume=True, progress=False))
     for k, v in weights(straight.model).items():
         assert torch.equal(weights(resumed.model)[k], v), k
     def no_time(records):
@@ -150,18 +157,21 @@ def test_resume_from_a_middle_checkpoint_is_bitwise_exact(tmp_path):
 def test_run_directory_guards(tmp_path):
     data = synthetic_examples(16)
     with pytest.raises(FileNotFoundError, match="nothing to resume"):
-        pretrain(TINY, args(steps=1, warmup=0), data, out_dir=tmp_path / "r", resume=True, progress=False)
-    pretrain(TINY, args(steps=1, warmup=0), data, out_dir=tmp_path / "r", progress=False)
+        pretrain(TINY, args(steps=1, warmup=0), data,
+                 options=RunOptions(out_dir=tmp_path / "r", resume=True, progress=False))
+    pretrain(TINY, args(steps=1, warmup=0), data, options=RunOptions(out_dir=tmp_path / "r", progress=False))
     with pytest.raises(FileExistsError, match="already holds a run"):
-        pretrain(TINY, args(steps=1, warmup=0), data, out_dir=tmp_path / "r", progress=False)
+        pretrain(TINY, args(steps=1, warmup=0), data,
+                 options=RunOptions(out_dir=tmp_path / "r", progress=False))
     with pytest.raises(ValueError, match="different model config.*hidden_size"):
-        pretrain(TINY.replace(hidden_size=64), args(steps=1, warmup=0), data, out_dir=tmp_path / "r",
-                 resume=True, progress=False)
+        pretrain(TINY.replace(hidden_size=64), args(steps=1, warmup=0), data,
+                 options=RunOptions(out_dir=tmp_path / "r", resume=True, progress=False))
     with pytest.raises(ValueError, match="different training arguments.*lr"):
-        pretrain(TINY, args(steps=1, warmup=0, lr=1.0), data, out_dir=tmp_path / "r", resume=True,
-                 progress=False)
+        pretrain(TINY, args(steps=1, warmup=0, lr=1.0), data,
+                 options=RunOptions(out_dir=tmp_path / "r", resume=True, progress=False))
     with pytest.raises(ValueError, match="vocab_size"):
-        pretrain(TINY.replace(vocab_size=20), args(steps=1, warmup=0), data, progress=False)
+        pretrain(TINY.replace(vocab_size=20), args(steps=1, warmup=0), data,
+                 options=RunOptions(progress=False))
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -177,7 +187,7 @@ def test_run_directory_guards(tmp_path):
 def test_damaged_checkpoints_give_clear_errors(tmp_path, damage, message):
     data = synthetic_examples(16)
     run = tmp_path / "run"
-    pretrain(TINY, args(steps=1, warmup=0), data, out_dir=run, progress=False)
+    pretrain(TINY, args(steps=1, warmup=0), data, options=RunOptions(out_dir=run, progress=False))
     ckpt = find_checkpoint(run)
     kind, what = damage.split(":")
     if kind == "truncate":
@@ -188,13 +198,14 @@ def test_damaged_checkpoints_give_clear_errors(tmp_path, damage, message):
     else:
         (run / "checkpoints" / "latest").write_text(what)
     with pytest.raises((ValueError, FileNotFoundError), match=message):
-        pretrain(TINY, args(steps=1, warmup=0), data, out_dir=run, resume=True, progress=False)
+        pretrain(TINY, args(steps=1, warmup=0), data,
+                 options=RunOptions(out_dir=run, resume=True, progress=False))
 
 
 def test_checkpoints_are_pruned_and_temp_dirs_cleaned(tmp_path):
     data = synthetic_examples(16)
     pretrain(TINY, args(steps=4, warmup=0, checkpoint_every=1, keep_last=2, eval_every=0), data,
-             out_dir=tmp_path, progress=False)
+             options=RunOptions(out_dir=tmp_path, progress=False))
     names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
     assert names == ["latest", "step-000003", "step-000004"]
     assert (tmp_path / "checkpoints" / "latest").read_text().strip() == "step-000004"
@@ -257,38 +268,42 @@ def test_token_ids_are_checked_once_before_the_first_step(tmp_path):
     examples = synthetic_examples(16)
     examples[5]["mlm_labels"][1] = TINY.vocab_size + 3              # a label the model cannot predict
     with pytest.raises(ValueError, match=f"token id {TINY.vocab_size + 3} >= the model's vocab_size"):
-        pretrain(TINY, args(steps=2), examples, out_dir=tmp_path / "run", progress=False, collate_fn=collate)
+        pretrain(TINY, args(steps=2), examples,
+                 options=RunOptions(out_dir=tmp_path / "run", progress=False, collate_fn=collate))
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
 
 
 def test_compile_runs_the_same_steps(monkeypatch):
-    """pretrain(compile=True) trains through torch.compile's wrapper (dynamo with its eager backend
+    """RunOptions(compile=True) trains through torch.compile's wrapper (dynamo with its eager backend
     here: the graph capture without minutes of inductor codegen on CPU) to the same losses."""
     import minialbert.train as train
 
     data = synthetic_examples(32)
-    plain = pretrain(TINY, args(steps=3, eval_every=0), data, progress=False, collate_fn=collate).history
+    plain = pretrain(TINY, args(steps=3, eval_every=0), data,
+                     options=RunOptions(progress=False, collate_fn=collate)).history
     monkeypatch.setattr(train, "compiled", lambda net: train.torch.compile(net, backend="eager"))
     torch._dynamo.reset()
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
-        compiled = pretrain(TINY, args(steps=3, eval_every=0), data, progress=False, collate_fn=collate,
-                            compile=True).history
+        compiled = pretrain(TINY, args(steps=3, eval_every=0), data,
+                            options=RunOptions(progress=False, collate_fn=collate, compile=True)).history
     assert [r["loss"] for r in compiled] == pytest.approx([r["loss"] for r in plain], rel=1e-5)
 
 
 def test_graphed_layers_run_the_same_steps_and_save_the_same_names(monkeypatch, tmp_path):
-    """pretrain(compile="graphs") compiles the encoder in place (dynamo's eager backend here; on a GPU
+    """RunOptions(compile="graphs") compiles the encoder in place (dynamo's eager backend here; on a GPU
     inductor's reduce-overhead mode, which records CUDA graphs): the same losses, and a checkpoint whose
     names are the model's own, so that it loads into an uncompiled model."""
     import minialbert.train as train
 
     data = synthetic_examples(32)
-    plain = pretrain(TINY, args(steps=3, eval_every=0), data, progress=False, collate_fn=collate).history
+    plain = pretrain(TINY, args(steps=3, eval_every=0), data,
+                     options=RunOptions(progress=False, collate_fn=collate)).history
     graphed = train.graphed_layers
     monkeypatch.setattr(train, "graphed_layers", lambda model: graphed(model, backend="eager"))
     torch._dynamo.reset()
-    result = pretrain(TINY, args(steps=3, eval_every=0), data, out_dir=tmp_path / "run", progress=False,
-                      collate_fn=collate, compile="graphs")
+    result = pretrain(TINY, args(steps=3, eval_every=0), data,
+                      options=RunOptions(out_dir=tmp_path / "run", progress=False, collate_fn=collate,
+                                         compile="graphs"))
     assert result.model.albert.encoder._compiled_call_impl is not None      # the layers ran compiled
     assert [r["loss"] for r in result.history] == pytest.approx([r["loss"] for r in plain], rel=1e-5)
     loaded = load_checkpoint(tmp_path / "run")                               # an uncompiled model
@@ -299,5 +314,5 @@ def test_graphed_layers_run_the_same_steps_and_save_the_same_names(monkeypatch, 
 def test_an_unknown_compile_mode_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"compile must be False, True or one of \('model', 'graphs'\), "
                                          r"got 'layers'"):
-        pretrain(TINY, args(steps=4, eval_every=0), synthetic_examples(4), progress=False, collate_fn=collate,
-                 compile="layers")
+        pretrain(TINY, args(steps=4, eval_every=0), synthetic_examples(4),
+                 options=RunOptions(progress=False, collate_fn=collate, compile="layers"))

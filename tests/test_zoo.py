@@ -19,7 +19,7 @@ from minialbert.course.scale import SCALES
 from minialbert.model import AlbertForPretraining
 from minialbert.run_directory import RunLockedError, read_metrics, run_lock
 
-SCALE = dataclasses.replace(SCALES["ci"], zoo_steps=4, pretrain_steps=2, warmup_steps=1, zoo_evals=2)
+SCALE = SCALES["ci"].replace(zoo_steps=4, pretrain_steps=2, warmup_steps=1, zoo_evals=2)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -34,29 +34,34 @@ def own_cache(tmp_path_factory):
 
 
 def test_entries_share_one_recipe_and_differ_only_in_their_name():
+    def args(e):
+        return zoo.entry_args(e, SCALE.recipe, SCALE.zoo)
+
+    def config(e):
+        return zoo.entry_config(e, SCALE.models)
+
     sop, nsp, bert = (zoo.entry(n) for n in ("albert-sop", "albert-nsp", "bert-sop"))
-    a_sop, a_nsp, a_bert = (zoo.entry_args(e, SCALE) for e in (sop, nsp, bert))
+    a_sop, a_nsp, a_bert = (args(e) for e in (sop, nsp, bert))
     assert dataclasses.replace(a_sop, objective="nsp") == a_nsp and a_sop == a_bert
-    assert a_sop.steps == SCALE.zoo_steps
-    assert zoo.entry_config(bert, SCALE).sharing == "none" and zoo.entry_config(sop, SCALE).sharing == "all"
-    assert zoo.entry_args(zoo.entry("lesson-albert-sop"), SCALE).steps == SCALE.pretrain_steps
+    assert a_sop.steps == SCALE.zoo.steps
+    assert config(bert).sharing == "none" and config(sop).sharing == "all"
+    assert args(zoo.entry("lesson-albert-sop")).steps == SCALE.recipe.pretrain_steps
     sharing = ("albert-share-attention", "albert-share-ffn", "albert-share-none")
-    variants = {n: zoo.entry_config(zoo.entry(n), SCALE) for n in (*sharing, "albert-e16", "albert-e32")}
+    variants = {n: config(zoo.entry(n)) for n in (*sharing, "albert-e16", "albert-e32")}
     assert [variants[n].sharing for n in sharing] == ["attention", "ffn", "none"]
     assert (variants["albert-e16"].embedding_size, variants["albert-e32"].embedding_size) == (16, 32)
-    assert all(zoo.entry_args(zoo.entry(n), SCALE) == a_sop for n in variants)   # one recipe for all
+    assert all(args(zoo.entry(n)) == a_sop for n in variants)   # one recipe for all
     balanced = zoo.entry("albert-sop-balanced")                  # the same run on length-balanced pairs
-    assert zoo.entry_args(balanced, SCALE) == a_sop and zoo.entry_config(balanced, SCALE) == zoo.entry_config(
-        sop, SCALE)
+    assert args(balanced) == a_sop and config(balanced) == config(sop)
     assert zoo.entry_dir(balanced, SCALE).name.split("-")[-1] != zoo.entry_dir(sop, SCALE).name.split("-")[-1]
-    long = zoo.entry_args(zoo.entry("albert-sop-balanced-long"), SCALE)         # four times the steps
+    long = args(zoo.entry("albert-sop-balanced-long"))         # four times the steps
     same_pace = {k: getattr(a_sop, k) for k in ("steps", "eval_every", "checkpoint_every")}
-    assert long.steps == 4 * SCALE.zoo_steps and dataclasses.replace(long, **same_pace) == a_sop
+    assert long.steps == 4 * SCALE.zoo.steps and dataclasses.replace(long, **same_pace) == a_sop
     for name in ("albert-deep", "bert-deep"):      # 12 layers: a third of the rate, six times the warmup
-        deep = zoo.entry_args(zoo.entry(name), SCALE)
-        assert deep.lr == pytest.approx(SCALE.learning_rate / 3) and deep.warmup == min(
-            SCALE.zoo_steps, 6 * SCALE.warmup_steps)
-        assert zoo.entry_config(zoo.entry(name), SCALE).num_layers == 12
+        deep = zoo.entry_args(zoo.entry(name), SCALE.recipe, SCALE.zoo)
+        assert deep.lr == pytest.approx(SCALE.recipe.learning_rate / 3) and deep.warmup == min(
+            SCALE.zoo.steps, 6 * SCALE.recipe.warmup_steps)
+        assert zoo.entry_config(zoo.entry(name), SCALE.models).num_layers == 12
         assert dataclasses.replace(deep, lr=a_sop.lr, warmup=a_sop.warmup) == a_sop
     with pytest.raises(ValueError, match="unknown zoo entry 'albert-xyz'"):
         zoo.entry("albert-xyz")
@@ -99,9 +104,9 @@ def test_a_killed_build_resumes_and_ends_where_a_straight_one_does():
 
 def test_a_changed_recipe_is_a_new_entry():
     e = zoo.entry("albert-sop")
-    longer = dataclasses.replace(SCALE, zoo_steps=6)
-    other_lr = dataclasses.replace(SCALE, learning_rate=1e-3)
-    more_evals = dataclasses.replace(SCALE, zoo_evals=4)             # reporting only: same weights
+    longer = SCALE.replace(zoo_steps=6)
+    other_lr = SCALE.replace(learning_rate=1e-3)
+    more_evals = SCALE.replace(zoo_evals=4)             # reporting only: same weights
     dirs = {zoo.entry_dir(e, s) for s in (SCALE, longer, other_lr)}
     assert len(dirs) == 3
     assert zoo.entry_dir(e, more_evals) == zoo.entry_dir(e, SCALE)
@@ -130,9 +135,9 @@ def test_every_entry_resolves_and_the_cli_builds_one_of_each_kind(capsys, tmp_pa
 
     ci = SCALES["ci"]
     for e in zoo.ENTRIES.values():
-        args = zoo.entry_args(e, ci)
+        args = zoo.entry_args(e, ci.recipe, ci.zoo)
         assert 0 < args.warmup <= args.steps and args.lr > 0, e.name
-        AlbertForPretraining(zoo.entry_config(e, ci))                        # a valid config builds
+        AlbertForPretraining(zoo.entry_config(e, ci.models))                        # a valid config builds
     kinds = ["albert-sop", "bert-deep", "albert-sop-balanced-long"]
     only = [arg for name in kinds for arg in ("--only", name)]
     assert main(["zoo", "--scale", "ci", "--out", str(tmp_path / "zoo.json"), *only]) == 0
@@ -150,18 +155,18 @@ def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
     names the trunk's, so a changed trunk is a new branch."""
     trunk_entry, branch_entry = zoo.entry(zoo_entries.TRUNK), zoo.entry("albert-sop-128")
     assert branch_entry.start_from == zoo_entries.TRUNK and branch_entry.segmenting == "official"
-    assert zoo.entry_seq_len(branch_entry, SCALE) == 128
-    assert zoo.entry_seq_len(zoo.entry("albert-sop"), SCALE) == SCALE.max_seq_len < 128
+    assert zoo.entry_seq_len(branch_entry, SCALE.models) == 128
+    assert zoo.entry_seq_len(zoo.entry("albert-sop"), SCALE.models) == SCALE.data.max_seq_len < 128
     names = (zoo_entries.TRUNK, "albert-sop-128", "albert-nsp-128", "albert-mlm-128")
-    args = {n: zoo.entry_args(zoo.entry(n), SCALE) for n in names}
-    assert args[zoo_entries.TRUNK].steps == SCALE.zoo_steps // 2
-    assert args["albert-sop-128"].steps == SCALE.zoo_steps // 4
+    args = {n: zoo.entry_args(zoo.entry(n), SCALE.recipe, SCALE.zoo) for n in names}
+    assert args[zoo_entries.TRUNK].steps == SCALE.zoo.steps // 2
+    assert args["albert-sop-128"].steps == SCALE.zoo.steps // 4
     assert dataclasses.replace(args["albert-sop-128"], objective="mlm") == args["albert-mlm-128"]   # 1 budget
     starts = []
     real_pretrain = zoo.pretrain
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(zoo, "pretrain", lambda *a, start_state=None, **kw: starts.append(start_state) or
-                   real_pretrain(*a, start_state=start_state, **kw))
+        mp.setattr(zoo, "pretrain", lambda cfg, args, data, evaluate, options: starts.append(
+            options.start_state) or real_pretrain(cfg, args, data, evaluate, options))
         branch = zoo.load("albert-sop-128", SCALE, progress=False)
     trunk = zoo.load(zoo_entries.TRUNK, SCALE, progress=False)
     assert starts[0] is None and set(starts[1]) == set(trunk.state_dict())        # trunk first, then branch
@@ -173,13 +178,13 @@ def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(zoo.ENTRIES, zoo_entries.TRUNK, dataclasses.replace(trunk_entry, lr_factor=1.0))
         assert zoo.entry_key(branch_entry, SCALE) != key
-    from minialbert.train import TrainArgs, pretrain
+    from minialbert.train import RunOptions, TrainArgs, pretrain
     with pytest.raises(ValueError, match=r"does not fit .* another shape \['albert.pooler.weight'\]"):
-        pretrain(zoo.entry_config(branch_entry, SCALE), TrainArgs(objective="sop", steps=1, warmup=0),
-                 [], start_state={"albert.pooler.weight": torch.zeros(1)}, progress=False)
+        pretrain(zoo.entry_config(branch_entry, SCALE.models), TrainArgs(objective="sop", steps=1, warmup=0),
+                 [], options=RunOptions(start_state={"albert.pooler.weight": torch.zeros(1)}, progress=False))
     with pytest.raises(ValueError, match="start_state does not fit the model: missing"):
-        pretrain(zoo.entry_config(branch_entry, SCALE), TrainArgs(objective="sop", steps=1, warmup=0),
-                 [], start_state={}, progress=False)
+        pretrain(zoo.entry_config(branch_entry, SCALE.models), TrainArgs(objective="sop", steps=1, warmup=0),
+                 [], options=RunOptions(start_state={}, progress=False))
 
 
 def test_a_damaged_entry_resumes_from_its_newest_verified_checkpoint_and_keeps_the_damage_aside():
@@ -221,7 +226,7 @@ def test_a_second_build_of_an_entry_stops_naming_the_first():
     code = ("import dataclasses, sys, time\n"
             "from minialbert.course.experiments import zoo\nfrom minialbert.run_directory import run_lock\n"
             "from minialbert.course.scale import SCALES\n"
-            "s = dataclasses.replace(SCALES['ci'], zoo_steps=4, pretrain_steps=2, warmup_steps=1,\n"
+            "s = SCALES['ci'].replace(zoo_steps=4, pretrain_steps=2, warmup_steps=1,\n"
             "                        zoo_evals=2)\n"
             "with run_lock(zoo.entry_dir(zoo.entry('albert-nsp'), s)):\n"
             "    print('locked', flush=True); time.sleep(60)\n")
@@ -359,14 +364,14 @@ def test_shipping_keeps_log_spaced_checkpoints_and_thinned_train_records():
 
 def test_a_missing_entry_is_never_trained_silently(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path))
-    course_like = dataclasses.replace(SCALE, zoo_on_demand=False, step_seconds=0.5)
+    course_like = SCALE.replace(zoo_on_demand=False, step_seconds=0.5)
     with pytest.raises(zoo.ZooEntryMissing, match=r"'albert-mlm' \(ci scale\) is neither shipped .* "
                                                    r"`python -m minialbert zoo --only albert-mlm --scale ci` "
                                                    r"trains it \(about 0 min on 2 cores\)"):
         zoo.load("albert-mlm", course_like)
     assert not (tmp_path / "zoo").exists()                                     # nothing was trained
     shallow, deep = zoo.status(course_like, ["albert-sop", "albert-deep"])     # cost grows with depth
-    layers = [zoo.entry_config(zoo.entry(n), SCALE).num_layers for n in ("albert-sop", "albert-deep")]
+    layers = [zoo.entry_config(zoo.entry(n), SCALE.models).num_layers for n in ("albert-sop", "albert-deep")]
     assert layers[1] == 12
     assert deep["minutes_left"] == pytest.approx(shallow["minutes_left"] * layers[1] / layers[0])
 

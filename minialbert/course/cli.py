@@ -95,7 +95,7 @@ def device_options(p: Parser, compile: bool) -> None:
 
 def add_pretrain(command: Callable[..., Parser]) -> None:
     """`pretrain`: the run directory, resuming, the model, and the training arguments. An option left out
-    is None: TrainArgs (or scale.train_args_of) supplies it, and the help reads its default there."""
+    is None: TrainArgs (or Recipe.train_args) supplies it, and the help reads its default there."""
     pre = command("pretrain", help="pretrain a model on the course corpus",
                          description="Pretrain ALBERT (or its BERT twin) with MLM, MLM+NSP or MLM+SOP. "
                                      "Options left out take the scale's values. Launch with torchrun "

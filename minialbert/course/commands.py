@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..config import OBJECTIVES
 from .cli import build_parser
-from .scale import Scale, current_scale, train_args_of
+from .scale import Scale, current_scale
 
 
 def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
@@ -26,7 +26,8 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
     import torch.distributed as dist
 
     from ..config import AlbertConfig
-    from ..train import pretrain
+    from ..evaluation import pretraining_evaluator
+    from ..train import RunOptions, pretrain
     from .data import course_pretraining_data
 
     if args.threads:
@@ -34,19 +35,19 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
     cfg = AlbertConfig.preset(args.preset) if args.preset else scale.model_config("albert")
     if args.overrides:
         cfg = cfg.replace(**dict(args.overrides))
-    # An option left out is None: scale.train_args_of gives the scale's value or TrainArgs' default.
+    # An option left out is None: Recipe.train_args gives the scale's value or TrainArgs' default.
     given = dict(objective=args.objective, steps=args.steps, batch_size=args.batch_size,
                  grad_accum=args.grad_accum, lr=args.lr, warmup=args.warmup, weight_decay=args.weight_decay,
                  optimizer=args.optimizer, seed=args.seed, eval_every=args.eval_every,
                  eval_examples=args.eval_examples, checkpoint_every=args.checkpoint_every,
                  keep_last=args.keep_last)
-    train_args = train_args_of(scale, **{k: v for k, v in given.items() if v is not None})
-    train, valid = (course_pretraining_data(train_args.objective, split, scale, segmenting=args.segmenting)
-                    for split in ("train", "valid"))
+    train_args = scale.recipe.train_args(**{k: v for k, v in given.items() if v is not None})
+    train, valid = (course_pretraining_data(train_args.objective, split, scale.data,
+                                            segmenting=args.segmenting) for split in ("train", "valid"))
     try:
-        result = pretrain(cfg, train_args, train, valid, out_dir=args.out, resume=args.resume,
-                          progress=not args.quiet, resume_from=args.resume_from, device=args.device,
-                          compile=args.compile)
+        result = pretrain(cfg, train_args, train, pretraining_evaluator(valid, cfg, train_args),
+                          RunOptions(out_dir=args.out, resume=args.resume, progress=not args.quiet,
+                                     resume_from=args.resume_from, device=args.device, compile=args.compile))
         main_process = not dist.is_initialized() or dist.get_rank() == 0    # torchrun: rank 0 prints
     finally:
         if dist.is_initialized():
@@ -73,10 +74,11 @@ def cmd_evaluate(args: argparse.Namespace, scale: Scale) -> None:
                          "model; evaluate fine-tuned models with `finetune`")
     step = read_json(find_checkpoint(args.checkpoint) / "trainer_state.json")["step"]
     objective = args.objective or next(o for o, head in OBJECTIVES.items() if head == model.sentence_task)
-    data = course_pretraining_data(objective, args.split, scale)
-    baselines = MLMBaselines.fit(course_pretraining_data(objective, "train", scale), model.config.vocab_size)
+    data = course_pretraining_data(objective, args.split, scale.data)
+    baselines = MLMBaselines.fit(course_pretraining_data(objective, "train", scale.data),
+                                 model.config.vocab_size)
     result = evaluate_pretraining(model, data, baselines, batch_size=args.batch_size,
-                                  max_examples=args.max_examples or scale.eval_examples,
+                                  max_examples=args.max_examples or scale.recipe.eval_examples,
                                   progress=not (args.json or args.quiet))
     if not args.json:
         print(format_report(result), file=sys.stderr)
@@ -182,9 +184,9 @@ def cmd_finetune(args: argparse.Namespace, scale: Scale) -> None:
     from .experiments.tasks import load_task
     from .lessons import lesson_sizes
 
-    task = load_task(args.task, scale, args.glue_dir)
+    task = load_task(args.task, scale.data, args.glue_dir)
     train = task.subset(args.labels, args.seed)
-    tokenizer = course_tokenizer(scale)
+    tokenizer = course_tokenizer(scale.data)
     torch.manual_seed(args.seed)                          # the new head's initialisation
     if args.checkpoint is not None:
         if not args.checkpoint.exists():
@@ -218,7 +220,7 @@ def cmd_tasks(args: argparse.Namespace, scale: Scale) -> None:
     glue_dir = args.glue_dir or default_glue_dir()
     for name in (args.download.split(",") if args.download else []):
         download_glue(name.strip(), glue_dir)
-    described = [load_task(name, scale).describe() for name in OFFLINE_TASKS]
+    described = [load_task(name, scale.data).describe() for name in OFFLINE_TASKS]
     for name, spec in GLUE.items():
         if glue_downloaded(name, glue_dir):
             described.append(load_task(name, glue_dir=glue_dir).describe())
@@ -265,8 +267,8 @@ def cmd_smoothness(args: argparse.Namespace, scale: Scale) -> None:
         if not path.exists():
             raise FileNotFoundError(f"--checkpoint {path} does not exist")
     device = str(choose_device())                               # as the JSON records it
-    tokenizer = course_tokenizer(scale)
-    dataset = course_pretraining_data("mlm", args.split, scale)
+    tokenizer = course_tokenizer(scale.data)
+    dataset = course_pretraining_data("mlm", args.split, scale.data)
     sizes = lesson_sizes(scale).smoothness                      # the scale's, as lesson 06's
     sequences, batch_size = args.sequences or sizes.sequences, args.batch_size or sizes.batch_size
     ours = heldout_batches(dataset, sequences, batch_size)
@@ -314,15 +316,15 @@ def cmd_tokenizer(args: argparse.Namespace, scale: Scale) -> None:
 
     from .data import course_tokenizer, shipped_tokenizer_path, train_course_tokenizer
 
-    shipped = shipped_tokenizer_path(scale)
-    tok = course_tokenizer(scale)
+    shipped = shipped_tokenizer_path(scale.data)
+    tok = course_tokenizer(scale.data)
     digest = hashlib.sha256(tok.model_proto).hexdigest()
-    where = f"shipped at {shipped}" if shipped else f"trained on the {scale.corpus} corpus and cached"
+    where = f"shipped at {shipped}" if shipped else f"trained on the {scale.data.corpus} corpus and cached"
     print(f"{scale.name} scale: {tok.vocab_size:,} pieces, {where}; sha256 {digest}")
     if args.verify:
         if shipped is None:
             raise ValueError(f"no tokenizer is shipped for the {scale.name} scale: --verify checks one")
-        again = hashlib.sha256(train_course_tokenizer(scale).model_proto).hexdigest()
+        again = hashlib.sha256(train_course_tokenizer(scale.data).model_proto).hexdigest()
         if again != digest:
             raise ValueError(f"retraining gave sha256 {again}, not the shipped {digest}: the corpus or "
                              "sentencepiece differs from the one the shipped tokenizer was trained with")
@@ -334,7 +336,7 @@ def pack_scale(args: argparse.Namespace) -> Scale:
     return current_scale(args.scale or "gpu")
 
 
-def cmd_pack(args: argparse.Namespace, scale: Scale) -> None:
+def cmd_pack(args: argparse.Namespace) -> None:
     from .pack import make_pack
 
     scale = pack_scale(args)
@@ -344,7 +346,7 @@ def cmd_pack(args: argparse.Namespace, scale: Scale) -> None:
           f"{scale.name} scale's {files}")
 
 
-def cmd_unpack(args: argparse.Namespace, scale: Scale) -> None:
+def cmd_unpack(args: argparse.Namespace) -> None:
     from ..download import cache_dir
     from .pack import unpack
 
@@ -352,14 +354,14 @@ def cmd_unpack(args: argparse.Namespace, scale: Scale) -> None:
     print(f"unpacked {args.pack} into {cache_dir()}: {len(written)} files, every sha256 checked")
 
 
-def cmd_student_notebooks(args: argparse.Namespace, scale: Scale) -> None:
+def cmd_student_notebooks(args: argparse.Namespace) -> None:
     from .student_files import write_student_notebooks
 
     written = write_student_notebooks(args.source, args.out, force=args.force)
     print(f"{len(written)} student notebooks in {args.out}")
 
 
-def cmd_grade(args: argparse.Namespace, scale: Scale) -> None:
+def cmd_grade(args: argparse.Namespace) -> None:
     from .grade import Limits, grade
     from .grade_table import markdown, write_csv
 
@@ -371,7 +373,7 @@ def cmd_grade(args: argparse.Namespace, scale: Scale) -> None:
         print(f"wrote {write_csv(grades, args.out)}")
 
 
-def cmd_clean_notebooks(args: argparse.Namespace, scale: Scale) -> None:
+def cmd_clean_notebooks(args: argparse.Namespace) -> None:
     from .notebooks import clean_notebooks
 
     paths = args.paths or sorted(Path("notebooks").rglob("*.ipynb"))
@@ -383,11 +385,14 @@ def cmd_clean_notebooks(args: argparse.Namespace, scale: Scale) -> None:
     print(f"cleaned {len(changed)} of {len(paths)} notebooks" + "".join(f"\n  {p}" for p in changed))
 
 
-COMMANDS = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo, "ablation": cmd_ablation,
-            "figures": cmd_figures, "finetune": cmd_finetune, "tasks": cmd_tasks,
-            "smoothness": cmd_smoothness, "tokenizer": cmd_tokenizer,
-            "student-notebooks": cmd_student_notebooks, "clean-notebooks": cmd_clean_notebooks,
-            "pack": cmd_pack, "unpack": cmd_unpack, "grade": cmd_grade}
+# the commands sized by the scale main() resolves; the tools, which read no scale (pack and unpack name
+# the scale of their pack themselves, the grader hands each submission its own)
+SCALED = {"pretrain": cmd_pretrain, "evaluate": cmd_evaluate, "zoo": cmd_zoo, "ablation": cmd_ablation,
+          "figures": cmd_figures, "finetune": cmd_finetune, "tasks": cmd_tasks,
+          "smoothness": cmd_smoothness, "tokenizer": cmd_tokenizer}
+TOOLS = {"student-notebooks": cmd_student_notebooks, "clean-notebooks": cmd_clean_notebooks,
+         "pack": cmd_pack, "unpack": cmd_unpack, "grade": cmd_grade}
+COMMANDS = {**SCALED, **TOOLS}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -395,7 +400,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.debug:
         warnings.formatwarning = _one_line_warning
     try:
-        COMMANDS[args.command](args, current_scale(args.scale))    # the scale, resolved once, here
+        command = COMMANDS[args.command]
+        if args.command in TOOLS:
+            command(args)
+        else:
+            command(args, current_scale(args.scale))       # the scale, resolved once, here
     except KeyboardInterrupt:
         out = getattr(args, "out", None)
         note = f"; the last checkpoint in {out} is intact (continue with --resume)" if out else ""

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 from matplotlib.textpath import TextPath
 
-from .scale import SCALES, Scale
+from .scale import SCALES, Data
 
 ROOT = Path(__file__).resolve().parents[2]
 DIAGRAM_DIR = ROOT / "assets" / "diagrams"
@@ -301,14 +301,14 @@ MASKING_TEXT = ("Increasing model size when pretraining natural language represe
 MASKING_SEED = 30           # a seed whose draw shows spans of 1, 2 and 3 words and all three replacements
 
 
-def masking_example(seed: int = MASKING_SEED, scale: Scale = SCALES["course"]):
-    """(pieces, shown, masked) for MASKING_TEXT: the pieces of `scale`'s course tokenizer (the shipped one
+def masking_example(seed: int = MASKING_SEED, data: Data = SCALES["course"].data):
+    """(pieces, shown, masked) for MASKING_TEXT: the pieces of the course tokenizer of `data` (the shipped one
     of the course scale unless told otherwise, whatever scale a lesson runs at: the picture stays one),
     the pieces the model sees, and `ngram_mask`'s result for `seed`."""
     from ..masking import MaskingVocab, ngram_mask
     from .data import course_tokenizer
 
-    tokenizer = course_tokenizer(scale)                         # the shipped tokenizer, checked
+    tokenizer = course_tokenizer(data)                               # the shipped tokenizer, checked
     ids, _ = tokenizer.encode_pair(*MASKING_TEXT)
     masked = ngram_mask(ids, MaskingVocab.from_tokenizer(tokenizer), random.Random(seed))
     pieces = [tokenizer.id_to_piece(i) for i in ids]
@@ -320,10 +320,10 @@ def replacement(original: str, shown: str) -> str:
     return "mask" if shown == "[MASK]" else "kept" if shown == original else "random"
 
 
-def draw_ngram_masking(seed: int = MASKING_SEED, scale: Scale = SCALES["course"]) -> Figure:
+def draw_ngram_masking(seed: int = MASKING_SEED, data: Data = SCALES["course"].data) -> Figure:
     """Whole-word n-gram masking of one sentence pair, as the package's ngram_mask does it with `seed`
-    (pieces of `scale`'s tokenizer: masking_example)."""
-    pieces, shown, masked = masking_example(seed, scale)
+    (pieces of the tokenizer of `data`: masking_example)."""
+    pieces, shown, masked = masking_example(seed, data)
     words = [p.replace("\u2581", "") if p.startswith("\u2581") else p for p in pieces]
     starts = [p.startswith("\u2581") or p.startswith("[") for p in pieces]
     span_of = {pos: k for k, span in enumerate(masked.spans) for pos in span.positions}

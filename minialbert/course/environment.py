@@ -7,8 +7,6 @@ import platform
 
 import torch
 
-from .scale import Scale
-
 REQUIRED = ("torch", "triton", "sentencepiece", "matplotlib", "ipywidgets", "jupyterlab", "nbval", "tqdm",
             "safetensors", "numpy")
 OPTIONAL = ("transformers", "pytest", "hypothesis", "ruff")   # dev extras: parity tests and CI
@@ -31,7 +29,7 @@ def device_summary() -> str:
     return f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads"
 
 
-def check_environment(scale: Scale) -> bool:
+def check_environment(scale_name: str) -> bool:
     """Print [OK]/[FAIL] per dependency, the device and the scale; True when nothing required is missing."""
     ok = True
     print(f"python {platform.python_version()} on {platform.system()} {platform.machine()}")
@@ -41,5 +39,5 @@ def check_environment(scale: Scale) -> bool:
         ok &= bool(version) or not required
         print(f"[{status}] {name} {version or ''}")
     print(f"device: {device_summary()}")
-    print(f"scale: {scale.name}")
+    print(f"scale: {scale_name}")
     return ok

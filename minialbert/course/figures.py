@@ -1,6 +1,7 @@
 """Every committed figure, one function each: `python -m minialbert figures` calls them, no notebook runs.
 
-FIGURES maps a figure's name to a function scale -> (figure, numbers). It computes the numbers from what
+FIGURES maps a figure's name to a function -> (figure, numbers) and what it reads: the Scale, the figures'
+folder (a committed JSON) or nothing. It computes the numbers from what
 ships with the repository (the code, the course corpus, the zoo: never trained here) or, for a figure
 whose numbers come from a long separate command, reads them from that command's committed JSON
 (READS_COMMITTED says which command recomputes them). It draws them with a `draw_*` function below, and
@@ -22,7 +23,7 @@ import matplotlib.pyplot as plt
 
 from .lessons import lesson_sizes
 from .plots import ROOT, figure_dir, plot_history, plot_layer_transitions, plot_learning_curve, save_figure
-from .scale import Scale
+from .scale import Models, Scale
 
 # figures whose numbers come from a command too long for `figures`: it redraws them from its JSON
 READS_COMMITTED = {
@@ -32,11 +33,11 @@ READS_COMMITTED = {
 }
 
 
-def _committed(name: str, scale: Scale) -> dict:
-    path = figure_dir(scale) / f"{name}.json"
+def _committed(name: str, folder: Path) -> dict:
+    path = folder / f"{name}.json"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: `figures` redraws {name} from it; "
-                                f"{READS_COMMITTED[name]} writes it at {scale.name} scale")
+                                f"{READS_COMMITTED[name]} writes it there")
     return json.loads(path.read_text())
 
 
@@ -87,13 +88,14 @@ def draw_tokenizer_vocab_sizes(numbers: dict):
 def tokenizer_vocab_sizes(scale: Scale):
     from ..corpus import corpus_stats, documents
 
-    splits = {split: documents(scale.corpus, split, scale.max_documents) for split in ("train", "valid")}
+    data = scale.data
+    splits = {split: documents(data.corpus, split, data.max_documents) for split in ("train", "valid")}
     results = vocab_sweep([s for d in splits["train"] for s in d.sentences],
                           [s for d in splits["valid"] for s in d.sentences],
                           lesson_sizes(scale).tokenizers.vocab_sizes)
-    numbers = {"description": f"Unigram SentencePiece models trained on the {scale.corpus} train split, "
+    numbers = {"description": f"Unigram SentencePiece models trained on the {data.corpus} train split, "
                               "measured on the valid split",
-               "scale": scale.name, "corpus": scale.corpus, "corpus_train": corpus_stats(splits["train"]),
+               "scale": scale.name, "corpus": data.corpus, "corpus_train": corpus_stats(splits["train"]),
                "corpus_valid": corpus_stats(splits["valid"]), "results": results}
     return draw_tokenizer_vocab_sizes(numbers), numbers
 
@@ -121,7 +123,7 @@ def draw_parameters_vs_embedding_size(numbers: dict):
     return fig
 
 
-def parameters_vs_embedding_size(scale: Scale):
+def parameters_vs_embedding_size():
     from ..config import AlbertConfig
     from ..costs import count_parameters
 
@@ -153,7 +155,7 @@ def draw_parameters_vs_depth(numbers: dict):
     return fig
 
 
-def parameters_vs_depth(scale: Scale):
+def parameters_vs_depth():
     from ..config import AlbertConfig
     from ..costs import count_parameters
 
@@ -192,8 +194,8 @@ def ngram_span_lengths(scale: Scale):
     from ..tokenizer import CLS_ID, SEP_ID
     from .data import course_pretraining_data, course_tokenizer
 
-    vocab = MaskingVocab.from_tokenizer(course_tokenizer(scale))
-    train_sop = course_pretraining_data("sop", "train", scale)
+    vocab = MaskingVocab.from_tokenizer(course_tokenizer(scale.data))
+    train_sop = course_pretraining_data("sop", "train", scale.data)
     step = max(1, len(train_sop) // 3000)
     sample = [unmasked_ids(train_sop[i]).tolist() for i in range(0, len(train_sop), step)]
     rng_ours, rng_official = random.Random(0), random.Random(0)
@@ -242,10 +244,10 @@ def pretraining_curves(scale: Scale):
 
     zoo.load("lesson-albert-sop", scale, progress=False)          # shipped or built; never trained here
     history = zoo.metrics("lesson-albert-sop", scale)
-    args = zoo.entry_args(zoo.entry("lesson-albert-sop"), scale)
+    args = zoo.entry_args(zoo.entry("lesson-albert-sop"), scale.recipe, scale.zoo)
     numbers = {"description": "pretraining metrics of lesson 05's ALBERT (MLM + SOP) with the held-out "
                               "evaluation by position kind and its baselines",
-               "scale": scale.name, "preset": scale.albert_preset, "corpus": scale.corpus,
+               "scale": scale.name, "preset": scale.models.albert_preset, "corpus": scale.data.corpus,
                "args": {k: getattr(args, k) for k in ("steps", "batch_size", "optimizer", "lr", "warmup")},
                "train_seconds": max(r["seconds"] for r in history if r["split"] == "train"),
                "final": zoo.evaluation("lesson-albert-sop", scale),
@@ -261,7 +263,7 @@ def _heldout(scale: Scale):
     from .data import course_pretraining_data
     from .experiments.analysis import heldout_batches, heldout_documents
 
-    test_data, sizes = course_pretraining_data("mlm", "test", scale), lesson_sizes(scale).smoothness
+    test_data, sizes = course_pretraining_data("mlm", "test", scale.data), lesson_sizes(scale).smoothness
     return (heldout_batches(test_data, sizes.sequences, batch_size=sizes.batch_size),
             heldout_documents(test_data, sizes.sequences))
 
@@ -280,7 +282,7 @@ def smoothness_results(named_models: dict, batches, documents, **options) -> dic
     return out
 
 
-def smoothness_numbers(results: dict, sources: dict, scale: Scale, documents, **extra) -> dict:
+def smoothness_numbers(results: dict, sources: dict, scale_name: str, documents, **extra) -> dict:
     """The JSON saved beside a lesson 06 figure: definition, data, interval, where every model came from."""
     from .experiments.analysis import DEFINITION, interval_note
 
@@ -288,7 +290,7 @@ def smoothness_numbers(results: dict, sources: dict, scale: Scale, documents, **
     return {"definition": DEFINITION, "sequences": n, "interval": interval_note(n), "split": "test",
             "documents": int(documents.unique().numel()),
             "measures_interval": "95% percentile interval over 1,000 resamples of the held-out documents",
-            "scale": scale.name, "checkpoints": sources, "results": results, **extra}
+            "scale": scale_name, "checkpoints": sources, "results": results, **extra}
 
 
 @lru_cache(maxsize=16)
@@ -307,7 +309,8 @@ def _zoo_transitions(scale: Scale, names: tuple[str, ...]):
         zoo.load(name, scale, progress=False)
     results = {name: _zoo_result(scale, name) for name in names}
     sources = {name: zoo.entry_key(zoo.entry(name), scale) for name in names}      # its folder's name
-    numbers = smoothness_numbers(results, sources, scale, _heldout(scale)[1], tokens="all", standardize=False)
+    numbers = smoothness_numbers(results, sources, scale.name, _heldout(scale)[1], tokens="all",
+                                 standardize=False)
     return plot_layer_transitions(results)[0].figure, numbers
 
 
@@ -359,7 +362,7 @@ def draw_layer_transitions_training(numbers: dict):
     return fig
 
 
-def initial_model(name: str, scale: Scale):
+def initial_model(name: str, models: Models):
     """The weights a zoo entry's run started from: pretrain() seeds, then builds the model."""
     import torch
 
@@ -367,7 +370,7 @@ def initial_model(name: str, scale: Scale):
     from .experiments import zoo
 
     torch.manual_seed(zoo.entry(name).seed)
-    return AlbertForPretraining(zoo.entry_config(zoo.entry(name), scale), sentence_task="sop").eval()
+    return AlbertForPretraining(zoo.entry_config(zoo.entry(name), models), sentence_task="sop").eval()
 
 
 def layer_transitions_training(scale: Scale):
@@ -377,7 +380,7 @@ def layer_transitions_training(scale: Scale):
 
     zoo.load("albert-sop", scale, progress=False)
     batches, documents = _heldout(scale)
-    init_results = smoothness_results({f"{name} at step 0": initial_model(name, scale)
+    init_results = smoothness_results({f"{name} at step 0": initial_model(name, scale.models)
                                        for name in ("albert-sop", "bert-sop")}, batches, documents)
     kept = zoo.checkpoints("albert-sop", scale)
     along = {0: init_results["albert-sop at step 0"]}
@@ -389,7 +392,7 @@ def layer_transitions_training(scale: Scale):
     unigram = zoo.evaluation("albert-sop", scale)["baselines"]["unigram"]["mask"]["accuracy"]
     sources = {str(s): p.relative_to(p.parents[2]).as_posix() for s, p in kept.items()}   # <entry>/...
     numbers = smoothness_numbers(
-        {"albert-sop": along[max(along)]}, {"albert-sop": sources}, scale, documents, tokens="all",
+        {"albert-sop": along[max(along)]}, {"albert-sop": sources}, scale.name, documents, tokens="all",
         standardize=False, along_training={str(s): r for s, r in along.items()},
         spread_along_training={str(s): m for s, m in spread.items()},
         held_out_mask_accuracy={str(s): a for s, a in accuracy.items()},
@@ -424,16 +427,16 @@ def draw_learning_curve(numbers: dict):
     return fig
 
 
-def learning_curve(scale: Scale):
-    numbers = _committed("learning_curve", scale)
+def learning_curve(folder: Path):
+    numbers = _committed("learning_curve", folder)
     return draw_learning_curve(numbers), numbers
 
 
 # ------------------------------------------------------------------ lesson 08: the NSP vs SOP ablation
-def nsp_vs_sop(scale: Scale):
+def nsp_vs_sop(folder: Path):
     from .plots import plot_ablation
 
-    result = _committed("nsp_vs_sop", scale)
+    result = _committed("nsp_vs_sop", folder)
     return plot_ablation(result)[0].figure, result
 
 
@@ -475,7 +478,7 @@ def draw_attention_roofline(roofline: dict):
     return fig
 
 
-def attention_roofline(scale: Scale):
+def attention_roofline():
     roofline = attention_roofline_numbers()
     return draw_attention_roofline(roofline), roofline
 
@@ -518,7 +521,7 @@ def draw_model_speed(numbers: dict):
     return fig
 
 
-def model_speed(scale: Scale):
+def model_speed():
     """Redrawn from the committed measurements (the same at every scale: the benchmark has none)."""
     if not MODEL_SPEED_MEASUREMENTS.exists():
         raise FileNotFoundError(f"{MODEL_SPEED_MEASUREMENTS} not found; {READS_COMMITTED['model_speed']} "
@@ -529,21 +532,22 @@ def model_speed(scale: Scale):
     return draw_model_speed(numbers), numbers
 
 
-# name -> scale -> (figure, numbers); the order `figures` makes them in
+# name -> (a function -> (figure, numbers), what it is given: "scale" the Scale, "folder" the scale's
+# figure folder, whose committed JSON it redraws, "nothing" nothing); the order `figures` makes them in
 FIGURES = {
-    "tokenizer_vocab_sizes": tokenizer_vocab_sizes,                 # lesson 01
-    "parameters_vs_embedding_size": parameters_vs_embedding_size,   # lesson 02
-    "parameters_vs_depth": parameters_vs_depth,                     # lesson 03
-    "ngram_span_lengths": ngram_span_lengths,                       # lesson 04
-    "pretraining_curves": pretraining_curves,                       # lesson 05
-    "layer_transitions": layer_transitions,                         # lesson 06
-    "layer_transitions_training": layer_transitions_training,
-    "layer_transitions_sharing": layer_transitions_sharing,
-    "layer_transitions_deep": layer_transitions_deep,
-    "learning_curve": learning_curve,                               # lesson 07 (its committed JSON)
-    "nsp_vs_sop": nsp_vs_sop,                                       # lesson 08 (the ablation's JSON)
-    "attention_roofline": attention_roofline,                       # lesson 10
-    "model_speed": model_speed,                                     # benchmarks/model_speed.py's JSON
+    "tokenizer_vocab_sizes": (tokenizer_vocab_sizes, "scale"),                   # lesson 01
+    "parameters_vs_embedding_size": (parameters_vs_embedding_size, "nothing"),   # lesson 02
+    "parameters_vs_depth": (parameters_vs_depth, "nothing"),                     # lesson 03
+    "ngram_span_lengths": (ngram_span_lengths, "scale"),                         # lesson 04
+    "pretraining_curves": (pretraining_curves, "scale"),                         # lesson 05
+    "layer_transitions": (layer_transitions, "scale"),                           # lesson 06
+    "layer_transitions_training": (layer_transitions_training, "scale"),
+    "layer_transitions_sharing": (layer_transitions_sharing, "scale"),
+    "layer_transitions_deep": (layer_transitions_deep, "scale"),
+    "learning_curve": (learning_curve, "folder"),                 # lesson 07 (its committed JSON)
+    "nsp_vs_sop": (nsp_vs_sop, "folder"),                         # lesson 08 (the ablation's JSON)
+    "attention_roofline": (attention_roofline, "nothing"),        # lesson 10
+    "model_speed": (model_speed, "nothing"),                      # benchmarks/model_speed.py's JSON
 }
 
 
@@ -557,11 +561,13 @@ def make_figures(scale: Scale, only: list[str] | None = None, out: str | Path | 
     if unknown:
         raise ValueError(f"unknown figure {', '.join(unknown)}; the figures: {', '.join(FIGURES)}")
     directory = Path(out) if out is not None else figure_dir(scale)
+    given = {"scale": (scale,), "folder": (figure_dir(scale),), "nothing": ()}
     written, failed, start = [], {}, time.perf_counter()
     for name in names:
         began = time.perf_counter()
+        draw, reads = FIGURES[name]
         try:
-            fig, numbers = FIGURES[name](scale)
+            fig, numbers = draw(*given[reads])
             png = save_figure(fig, name, numbers, directory)
             plt.close(fig)
         except Exception as e:                   # noqa: BLE001 (reported, raised at the end)

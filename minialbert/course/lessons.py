@@ -133,6 +133,6 @@ def lesson_sizes(scale: Scale) -> LessonSizes:
     sample. Call it at the edge, beside current_scale(), and pass the result down."""
     sizes = LESSON_SIZES[scale.base_name]
     sizes = dry_run_sizes(sizes) if scale.is_dry_run else sizes
-    finetune = replace(sizes.downstream.finetune, max_seq_len=scale.max_seq_len,
-                       test_examples=scale.eval_examples)
+    finetune = replace(sizes.downstream.finetune, max_seq_len=scale.data.max_seq_len,
+                       test_examples=scale.recipe.eval_examples)
     return replace(sizes, downstream=replace(sizes.downstream, finetune=finetune))

@@ -31,7 +31,7 @@ from pathlib import Path
 from ..corpus import COURSE_CORPUS_SHA256, COURSE_FORMAT, course_corpus
 from ..download import atomic_write, cache_dir
 from .data import course_tokenizer, course_tokenizer_path, shipped_tokenizer_path
-from .scale import DRY_RUN_SUFFIX, DRY_RUN_VAR, SCALES, Scale
+from .scale import DRY_RUN_SUFFIX, DRY_RUN_VAR, SCALES, Data, Scale
 
 MANIFEST = "MANIFEST.json"
 CORPORA = "corpora"                    # the cache folder of built corpora (corpus/__init__.py)
@@ -82,15 +82,15 @@ def course_corpus_name() -> str:
     return f"{CORPORA}/course-v{COURSE_FORMAT}-{COURSE_CORPUS_SHA256[:16]}.json"
 
 
-def member_rules(scale: Scale) -> dict[str, re.Pattern]:
-    """What a pack of `scale` holds, by name: each file (beside its .sha256), described, with the pattern of
-    its cache name. The tokenizer's name hashes the packing machine's sentencepiece version (any 16 hex
-    digits); `unpack` writes it under the name this machine looks for."""
+def member_rules(data: Data) -> dict[str, re.Pattern]:
+    """What a pack of a scale's `data` holds, by name: each file (beside its .sha256), described, with the
+    pattern of its cache name. The tokenizer's name hashes the packing machine's sentencepiece version (any
+    16 hex digits); `unpack` writes it under the name this machine looks for."""
     rules = {}
-    if scale.corpus == "course":
+    if data.corpus == "course":
         rules["the course corpus"] = re.compile(re.escape(course_corpus_name()))
-    if shipped_tokenizer_path(scale) is None:
-        prefix = re.escape(f"{TOKENIZERS}/{scale.corpus}-{scale.vocab_size}-")
+    if shipped_tokenizer_path(data) is None:
+        prefix = re.escape(f"{TOKENIZERS}/{data.corpus}-{data.vocab_size}-")
         rules["the tokenizer"] = re.compile(prefix + r"[0-9a-f]{16}\.model")
     return rules
 
@@ -99,11 +99,11 @@ def pack_files(scale: Scale) -> list[Path]:
     """The cache files the scale's data is made from, built here first where missing: the course
     corpus (when the scale reads it) and the scale's tokenizer (unless it ships with the package)."""
     root, files = cache_dir(), []
-    if scale.corpus == "course":
+    if scale.data.corpus == "course":
         course_corpus()                                  # builds it (pip) where the cache lacks it
         files.append(root / course_corpus_name())
-    course_tokenizer(scale)                              # trains and caches it where missing
-    if (tokenizer := course_tokenizer_path(scale)) is not None:
+    course_tokenizer(scale.data)                              # trains and caches it where missing
+    if (tokenizer := course_tokenizer_path(scale.data)) is not None:
         files.append(tokenizer)
     files = [f for path in files for f in (path, path.with_name(path.name + ".sha256"))]
     if missing := [str(f) for f in files if not f.is_file()]:
@@ -173,11 +173,12 @@ def check_name(path: Path, name: object) -> None:
         raise PackError(f"pack {path} has a member named {ascii(name)}, which points outside its folder")
 
 
-def scale_advice(packed: str, wanted: Scale) -> str:
-    """What to change for `unpack` to take a pack of scale `packed`: --scale, the dry-run setting, or both."""
-    base = packed.removesuffix(DRY_RUN_SUFFIX)
-    changes = [f"--scale {base}"] if base != wanted.base_name else []
-    if (base != packed) != wanted.is_dry_run:
+def scale_advice(packed: str, wanted: str) -> str:
+    """What to change for `unpack` to take a pack of scale `packed` where scale `wanted` is asked for (both
+    by name): --scale, the dry-run setting, or both."""
+    base, wanted_base = packed.removesuffix(DRY_RUN_SUFFIX), wanted.removesuffix(DRY_RUN_SUFFIX)
+    changes = [f"--scale {base}"] if base != wanted_base else []
+    if (base != packed) != (wanted_base != wanted):
         changes.append(f"{DRY_RUN_VAR}=1" if base != packed else f"{DRY_RUN_VAR} unset")
     return "unpack it with " + " and ".join(changes)
 
@@ -217,7 +218,7 @@ def check_manifest(path: Path, data: bytes, scale: Scale) -> dict:
         raise PackError(f"pack {path}: its manifest names an unknown scale {ascii(packed)[:40]}")
     if packed != scale.name:
         raise PackError(f"pack {path} holds the {packed} scale's files, not the {scale.name} scale's; "
-                        f"{scale_advice(packed, scale)}")
+                        f"{scale_advice(packed, scale.name)}")
     files = manifest.get("files")
     if not isinstance(files, dict):
         raise PackError(f"pack {path}: its manifest's \"files\" is not an object of name: sha256 and bytes")
@@ -234,7 +235,7 @@ def check_manifest(path: Path, data: bytes, scale: Scale) -> dict:
 
 def check_members(path: Path, names: list[str], scale: Scale) -> None:
     """The names are exactly the scale's pack: each of member_rules' files once, with its .sha256."""
-    rules, found = member_rules(scale), {}
+    rules, found = member_rules(scale.data), {}
     for name in names:
         what = next((w for w, rule in rules.items() if rule.fullmatch(name.removesuffix(".sha256"))), None)
         if what is None:
@@ -312,7 +313,7 @@ def unpack(path: str | Path, scale: Scale) -> list[Path]:
     tokenizer = {n: d for n, d in files.items() if n.startswith(f"{TOKENIZERS}/")}
     written = [atomic_write(root / n, d) for n, d in files.items() if n not in tokenizer]
     if tokenizer:
-        local = course_tokenizer_path(scale)             # reads the corpus just written
+        local = course_tokenizer_path(scale.data)             # reads the corpus just written
         for name, data in tokenizer.items():             # the model and its .sha256
             suffix = ".sha256" if name.endswith(".sha256") else ""
             written.append(atomic_write(local.with_name(local.name + suffix), data))

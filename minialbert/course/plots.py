@@ -115,8 +115,8 @@ def plot_history(records: list[dict], axes=None, smooth: int = 20, baselines: di
 class LiveCurves:
     """A pretrain() callback that redraws the loss and accuracy curves in place while training runs.
 
-    Usage: `curves = LiveCurves(); pretrain(..., callbacks=[curves])`. Redraws every `every`
-    train steps and at every evaluation; outside a notebook it only collects the records.
+    Usage: `curves = LiveCurves(); pretrain(..., options=RunOptions(callbacks=[curves]))`. Redraws every
+    `every` train steps and at every evaluation; outside a notebook it only collects the records.
     """
 
     def __init__(self, every: int = 25, smooth: int = 20):

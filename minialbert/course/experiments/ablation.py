@@ -50,7 +50,7 @@ from ...pretraining_data import PretrainingDataset, collate, unmasked_ids
 from ...segments import TWO_SENTENCE_CHUNKS, length_balanced
 from ...tokenizer import Tokenizer
 from ..data import course_pretraining_data, course_tokenizer
-from ..scale import Scale
+from ..scale import Data, Scale
 from . import zoo
 from .shortcut_rule import majority_by_cell
 from .tasks import load_task
@@ -112,11 +112,12 @@ def sampled(dataset: PretrainingDataset, max_examples: int | None, seed: int = 0
                               offsets, labels, dataset.objective, dataset.max_seq_len, documents)
 
 
-def heldout(objective: str, scale: Scale) -> PretrainingDataset:
+def heldout(objective: str, data: Data, examples: int | None) -> PretrainingDataset:
     """The course's held-out pretraining examples of one objective, cut as the arms' were (SEGMENTING): the
-    valid and the test split (a fixed seeded sample of scale.eval_examples where the scale caps it)."""
-    return sampled(joined(*(course_pretraining_data(objective, split, scale, segmenting=SEGMENTING)
-                            for split in ("valid", "test"))), scale.eval_examples)
+    valid and the test split (a fixed seeded sample of `examples`, the recipe's eval_examples, where the
+    scale caps it; None: all)."""
+    return sampled(joined(*(course_pretraining_data(objective, split, data, segmenting=SEGMENTING)
+                            for split in ("valid", "test"))), examples)
 
 
 def segment_lengths(dataset: PretrainingDataset) -> torch.Tensor:
@@ -366,10 +367,10 @@ def run_ablation(arms: Sequence[str], scale: Scale, sizes: AblationSizes, finetu
     if isinstance(sizes.seeds, bool) or not isinstance(sizes.seeds, int) or sizes.seeds < 1:
         raise ValueError(f"seeds must be an integer >= 1, got {sizes.seeds!r}")
     t0 = time.perf_counter()
-    data = {objective: heldout(objective, scale) for objective in OBJECTIVES}
-    probe_train = {task: course_pretraining_data(task, "train", scale, segmenting=SEGMENTING)
+    data = {objective: heldout(objective, scale.data, scale.recipe.eval_examples) for objective in OBJECTIVES}
+    probe_train = {task: course_pretraining_data(task, "train", scale.data, segmenting=SEGMENTING)
                    for task in SENTENCE_TASKS}
-    tokenizer = course_tokenizer(scale)
+    tokenizer = course_tokenizer(scale.data)
     matched = {task: length_matched(data[task], tokenizer=tokenizer) for task in SENTENCE_TASKS}
     result = {"scale": scale.name, "arms": list(arms), "seeds": list(range(sizes.seeds)),
               "heldout": {task: {"examples": len(d), "length_matched": len(matched.get(task, []))}
@@ -394,7 +395,7 @@ def run_ablation(arms: Sequence[str], scale: Scale, sizes: AblationSizes, finetu
             if curve:
                 result["curves"][arm_entry(arm, seed)] = [{"arm": arm, **point} for point in curve]
     for name in downstream:
-        task = load_task(name, scale)
+        task = load_task(name, scale.data)
         for (arm, seed), model in models.items():
             rows = learning_curve(task, tokenizer, {arm: model}, [sizes.downstream_labels], [seed],
                                   finetune, progress=False)

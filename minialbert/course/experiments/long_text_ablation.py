@@ -134,9 +134,9 @@ def run_long_text_ablation(scale: Scale, sizes: LongTextSizes = COURSE_SIZES, se
     """The whole reading (see the module doc): returns a JSON-ready dict. Loads the trunk and every branch
     from the zoo (building any that is missing where the scale builds on demand)."""
     t0 = time.perf_counter()
-    tokenizer = course_tokenizer(scale)
+    tokenizer = course_tokenizer(scale.data)
     vocab = MaskingVocab.from_tokenizer(tokenizer)
-    tokens = {split: token_documents(list(documents(scale.corpus, split, scale.max_documents))
+    tokens = {split: token_documents(list(documents(scale.data.corpus, split, scale.data.max_documents))
                                      [:sizes.heldout_documents], tokenizer) for split in ("valid", "test")}
     heldout_docs = tokens["valid"] + tokens["test"]          # document ids: valid first, then test
 
@@ -146,7 +146,7 @@ def run_long_text_ablation(scale: Scale, sizes: LongTextSizes = COURSE_SIZES, se
 
     heldout = {task: pairs(heldout_docs, task, k) for k, task in ((1, "nsp"), (2, "sop"))}
     heldout["sop_swap"] = subset(heldout["sop"], swap_only(heldout["sop"], heldout_docs))
-    train_docs = list(documents(scale.corpus, "train", scale.max_documents))
+    train_docs = list(documents(scale.data.corpus, "train", scale.data.max_documents))
     some = random.Random(seed).sample(train_docs, min(len(train_docs), sizes.probe_examples))
     probe_docs = token_documents(some, tokenizer)            # as many training documents as probe pairs
     probe_sets = {task: pairs(probe_docs, task, k) for k, task in ((4, "nsp"), (5, "sop"))}

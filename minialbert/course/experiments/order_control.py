@@ -68,7 +68,7 @@ from ...pretraining_data import examples_from_token_documents
 from ...pretraining_dataset import PretrainingDataset
 from ...segments import OFFICIAL
 from ...tokenizer import Tokenizer
-from ...train import TrainArgs, pretrain
+from ...train import RunOptions, TrainArgs, pretrain
 from .ablation import length_shortcut, read_pairs
 from .pair_readings import (
     CHOICES,
@@ -148,7 +148,7 @@ def overfit_check(train: PretrainingDataset, cfg: AlbertConfig, sizes: OrderCont
     args = TrainArgs(objective="sop", steps=steps, batch_size=len(few), lr=sizes.lr,
                      warmup=round(sizes.warmup_share * steps),
                      optimizer=sizes.optimizer, seed=seed, eval_every=0, checkpoint_every=0)
-    run = pretrain(cfg, args, few, None, out_dir=None, progress=False, device="cpu")
+    run = pretrain(cfg, args, few, options=RunOptions(out_dir=None, progress=False, device="cpu"))
     _, predicted = read_pairs(run.model, few, list(range(len(few))))
     return {"pairs": len(few), "steps": steps, "label_1_share": few.sentence_labels.float().mean().item(),
             "sentence_accuracy": (predicted == few.sentence_labels.long()).float().mean().item(),
@@ -226,8 +226,8 @@ def _run(sizes: OrderControlSizes, seed: int, progress: bool) -> dict:
     models, arms, correct = {}, {}, {}
     mlm_baselines = MLMBaselines.fit(train_data["mlm"], tokenizer.vocab_size)
     for arm in ARMS:
-        run = pretrain(cfg, TrainArgs(objective=arm, **recipe), train_data[arm], None, out_dir=None,
-                       progress=progress, device="cpu")
+        run = pretrain(cfg, TrainArgs(objective=arm, **recipe), train_data[arm],
+                       options=RunOptions(out_dir=None, progress=progress, device="cpu"))
         models[arm] = run.model.eval()
         last = run.history[-max(1, sizes.steps // 10):]             # the last tenth of the steps
         losses = {k: sum(r[k] for r in last) / len(last) for k in last[0] if k.endswith("loss")}

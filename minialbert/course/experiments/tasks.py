@@ -36,7 +36,7 @@ from ...corpus import documents
 from ...glue import GLUE, default_glue_dir, load_glue
 from ...labelled_task import SPLITS, Example, Task
 from ...sentences import Document
-from ..scale import Scale
+from ..scale import Data
 
 CORPUS_SPLIT = {"train": "train", "dev": "valid", "test": "test"}   # task split -> corpus document split
 
@@ -181,14 +181,14 @@ def task_names() -> list[str]:
     return [*OFFLINE_TASKS, *GLUE]
 
 
-def load_task(name: str, scale: Scale | None = None, glue_dir: str | Path | None = None) -> Task:
-    """A task by name: offline tasks from the scale's corpus (its max_documents per split), GLUE tasks
-    from glue_dir (default: where download_glue puts them)."""
+def load_task(name: str, data: Data | None = None, glue_dir: str | Path | None = None) -> Task:
+    """A task by name: offline tasks from the corpus of a scale's data (its max_documents per split), GLUE
+    tasks from glue_dir (default: where download_glue puts them)."""
     if name in OFFLINE_TASKS:
-        if scale is None:
-            raise ValueError(f"task {name!r} is built from a scale's corpus: pass the Scale "
-                             "(minialbert.course.scale.current_scale())")
-        return OFFLINE_TASKS[name](scale.corpus, scale.max_documents)
+        if data is None:
+            raise ValueError(f"task {name!r} is built from a scale's corpus: pass the scale's data "
+                             "(minialbert.course.scale.current_scale().data)")
+        return OFFLINE_TASKS[name](data.corpus, data.max_documents)
     if name in GLUE:
         return load_glue(name, glue_dir if glue_dir is not None else default_glue_dir())
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(task_names())}")

@@ -42,13 +42,13 @@ from ...checkpoint import (
 )
 from ...config import AlbertConfig
 from ...download import cache_dir, sha256_of, write_json
-from ...evaluation import MLMBaselines, evaluate_pretraining
+from ...evaluation import MLMBaselines, evaluate_pretraining, pretraining_evaluator
 from ...model import AlbertForPretraining
 from ...pretraining_dataset import PretrainingDataset
 from ...run_directory import read_metrics, run_lock
-from ...train import TrainArgs, pretrain
+from ...train import RunOptions, TrainArgs, pretrain
 from ..data import course_pretraining_data, pretraining_data_key
-from ..scale import Scale, train_args_of
+from ..scale import Models, Recipe, Scale, ZooBudget
 from .zoo_entries import ENTRIES, Entry
 
 RECIPE_VERSION = 3        # bump when a code change alters what the same settings train to
@@ -69,22 +69,22 @@ def entry(name: str) -> Entry:
     return ENTRIES[name]
 
 
-def entry_config(e: Entry, scale: Scale) -> AlbertConfig:
-    return scale.model_config(e.arch, **dict(e.changes))
+def entry_config(e: Entry, models: Models) -> AlbertConfig:
+    return models.config(e.arch, **dict(e.changes))
 
 
-def entry_args(e: Entry, scale: Scale) -> TrainArgs:
-    steps = {"zoo": scale.zoo_steps, "lesson": scale.pretrain_steps, "long": 4 * scale.zoo_steps,
-             "trunk": scale.zoo_steps // 2, "branch": max(1, scale.zoo_steps // 4)}[e.budget]
-    eval_every = max(1, steps // scale.zoo_evals)
-    warmup = min(steps, round(scale.warmup_steps * e.warmup_factor))
+def entry_args(e: Entry, recipe: Recipe, budget: ZooBudget) -> TrainArgs:
+    steps = {"zoo": budget.steps, "lesson": recipe.pretrain_steps, "long": 4 * budget.steps,
+             "trunk": budget.steps // 2, "branch": max(1, budget.steps // 4)}[e.budget]
+    eval_every = max(1, steps // budget.evals)
+    warmup = min(steps, round(recipe.warmup_steps * e.warmup_factor))
     # Every evaluation's checkpoint is kept: the lessons study how a model changes along training. The
     # evaluations along training read a fixed sample of the held-out split; evaluation.json all of it.
-    return train_args_of(scale, objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,
-                         lr=scale.learning_rate * e.lr_factor, warmup=warmup,
-                         optimizer=e.optimizer or scale.optimizer,
-                         checkpoint_every=eval_every, keep_last=scale.zoo_evals + 1,
-                         eval_examples=min(CURVE_EXAMPLES, scale.eval_examples or CURVE_EXAMPLES))
+    return recipe.train_args(objective=e.objective, seed=e.seed, steps=steps, eval_every=eval_every,
+                             lr=recipe.learning_rate * e.lr_factor, warmup=warmup,
+                             optimizer=e.optimizer or recipe.optimizer,
+                             checkpoint_every=eval_every, keep_last=budget.evals + 1,
+                             eval_examples=min(CURVE_EXAMPLES, recipe.eval_examples or CURVE_EXAMPLES))
 
 
 class ZooEntryMissing(FileNotFoundError):
@@ -102,27 +102,28 @@ class ShippedEntryDamaged(ValueError):
 
 def entry_key(e: Entry, scale: Scale) -> str:
     """<name>-<key>: the entry's name and a hash of everything that decides its weights."""
-    args = {k: v for k, v in dataclasses.asdict(entry_args(e, scale)).items() if k not in NOT_IN_KEY}
+    args = dataclasses.asdict(entry_args(e, scale.recipe, scale.zoo))
+    args = {k: v for k, v in args.items() if k not in NOT_IN_KEY}
     args["optimizer"] = KEYED_AS.get(args["optimizer"], args["optimizer"])
-    settings = {"config": entry_config(e, scale).to_dict(), "args": args, "recipe": RECIPE_VERSION,
-                "data": pretraining_data_key(e.objective, "train", scale, e.balanced, e.segmenting,
-                                             entry_seq_len(e, scale))}
+    settings = {"config": entry_config(e, scale.models).to_dict(), "args": args, "recipe": RECIPE_VERSION,
+                "data": pretraining_data_key(e.objective, "train", scale.data, e.balanced, e.segmenting,
+                                             entry_seq_len(e, scale.models))}
     if e.start_from:                                # only when set: the entries from scratch keep their keys
         settings["start_from"] = entry_key(entry(e.start_from), scale)
     return f"{e.name}-{hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]}"
 
 
-def entry_seq_len(e: Entry, scale: Scale) -> int:
+def entry_seq_len(e: Entry, models: Models) -> int:
     """Tokens per pretraining example of an entry: its model's positions (the scale's, unless changed)."""
-    return entry_config(e, scale).max_position_embeddings
+    return entry_config(e, models).max_position_embeddings
 
 
 def entry_data(name: str, split: str, scale: Scale) -> PretrainingDataset:
     """The pretraining set an entry trains on ("train") or its held-out pairs, cut the same way ("valid",
     "test"): its objective's examples, at its length, with its segmenting and length balancing."""
     e = entry(name)
-    return course_pretraining_data(e.objective, split, scale, e.balanced, segmenting=e.segmenting,
-                                   max_seq_len=entry_seq_len(e, scale))
+    return course_pretraining_data(e.objective, split, scale.data, e.balanced, segmenting=e.segmenting,
+                                   max_seq_len=entry_seq_len(e, scale.models))
 
 
 def cache_entry_dir(e: Entry, scale: Scale) -> Path:
@@ -130,14 +131,14 @@ def cache_entry_dir(e: Entry, scale: Scale) -> Path:
     return cache_dir() / "zoo" / scale.name / entry_key(e, scale)
 
 
-def shipped_folder(scale: Scale) -> Path:
+def shipped_folder(scale_name: str) -> Path:
     """The repository's folder of a scale's shipped entries and their MANIFEST.json."""
-    return SHIPPED_ROOT / scale.name
+    return SHIPPED_ROOT / scale_name
 
 
 def shipped_entry_dir(e: Entry, scale: Scale) -> Path | None:
     """The entry shipped with the repository for exactly this recipe (None: none is)."""
-    path = shipped_folder(scale) / entry_key(e, scale)
+    path = shipped_folder(scale.name) / entry_key(e, scale)
     return path if path.is_dir() else None
 
 
@@ -197,7 +198,7 @@ def status(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
     rows = []
     for name in names or ENTRIES:
         e = entry(name)
-        steps = entry_args(e, scale).steps
+        steps = entry_args(e, scale.recipe, scale.zoo).steps
         if (shipped := shipped_entry_dir(e, scale)) is not None:
             row = {"name": name, "state": "shipped", "steps_done": steps, "steps": steps, "minutes_left": 0.0,
                    "dir": str(shipped), "about": e.about}
@@ -211,10 +212,11 @@ def status(scale: Scale, names: Sequence[str] | None = None) -> list[dict]:
         done = _steps_done(run_dir)
         state = "built" if done >= steps and (run_dir / "evaluation.json").exists() else (
             "partial" if done else "missing")
-        # a step costs about in proportion to the layers run (scale.step_seconds: the scale's own model's);
-        # None: not measured at this scale
-        depth = entry_config(e, scale).num_layers / scale.model_config(e.arch).num_layers
-        minutes = (steps - done) * scale.step_seconds * depth / 60 if scale.step_seconds else None
+        # a step costs about in proportion to the layers run (the recipe's step_seconds: the scale's own
+        # model's); None: not measured at this scale
+        depth = entry_config(e, scale.models).num_layers / scale.model_config(e.arch).num_layers
+        seconds = scale.recipe.step_seconds
+        minutes = (steps - done) * seconds * depth / 60 if seconds else None
         rows.append({"name": name, "state": state, "steps_done": done, "steps": steps,
                      "minutes_left": minutes, "dir": str(run_dir),
                      "about": e.about})
@@ -230,7 +232,7 @@ def load(name: str, scale: Scale, progress: bool = True,
     """The trained model of a zoo entry, in eval mode: shipped (verified) or built.
 
     Never trains silently: an entry that is neither raises ZooEntryMissing with the command that
-    builds it and its cost, except at scales whose entries take seconds (scale.zoo_on_demand),
+    builds it and its cost, except at scales whose entries take seconds (scale.zoo.on_demand),
     which build it here and say so. The key in the directory name guarantees the weights come from
     exactly the scale's recipe.
     """
@@ -240,7 +242,7 @@ def load(name: str, scale: Scale, progress: bool = True,
         raise ShippedEntryDamaged(row["problem"], row["state"])
     if not available(row):
         command = f"python -m minialbert zoo --only {name} --scale {scale.name}"
-        if not scale.zoo_on_demand:
+        if not scale.zoo.on_demand:
             raise ZooEntryMissing(
                 f"zoo entry {name!r} ({scale.name} scale) is neither shipped for this recipe nor built "
                 f"({row['state']}, {row['steps_done']}/{row['steps']} steps); `{command}` trains it "
@@ -255,7 +257,7 @@ def load(name: str, scale: Scale, progress: bool = True,
 def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
            callbacks: Iterable[Callable[[dict], None]] = (), device: str | None = None,
            compile: bool | str = False) -> None:
-    args = entry_args(e, scale)
+    args = entry_args(e, scale.recipe, scale.zoo)
     train, valid = entry_data(e.name, "train", scale), entry_data(e.name, "valid", scale)
     # a branch starts from its trunk's final weights (the trunk is built first where it is missing)
     start_state = load(e.start_from, scale, progress).state_dict() if e.start_from else None
@@ -264,16 +266,17 @@ def _train(e: Entry, scale: Scale, run_dir: Path, progress: bool,
     done = read_json(ckpt / "trainer_state.json")["step"] if ckpt else 0
     if done < args.steps:
         threads = torch.get_num_threads()
-        torch.set_num_threads(e.threads or scale.zoo_threads)   # float sums depend on it: pin it
+        torch.set_num_threads(e.threads or scale.zoo.threads)   # float sums depend on it: pin it
+        cfg = entry_config(e, scale.models)
+        options = RunOptions(out_dir=run_dir, resume=ckpt is not None, start_state=start_state, device=device,
+                             compile=compile, callbacks=callbacks, progress=progress)
         try:
-            pretrain(entry_config(e, scale), args, train, valid, out_dir=run_dir, resume=ckpt is not None,
-                     callbacks=callbacks, progress=progress, device=device, compile=compile,
-                     start_state=start_state)
+            pretrain(cfg, args, train, pretraining_evaluator(valid, cfg, args), options)
         finally:
             torch.set_num_threads(threads)
     model = load_checkpoint(newest_verified_checkpoint(run_dir))
     result = evaluate_pretraining(model, valid, MLMBaselines.fit(train, model.config.vocab_size),
-                                  max_examples=scale.eval_examples)          # None: the whole split
+                                  max_examples=scale.recipe.eval_examples)          # None: the whole split
     write_json(run_dir / "evaluation.json", result)
 
 

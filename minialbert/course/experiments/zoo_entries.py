@@ -20,9 +20,9 @@ class Entry:
     arch: str = "albert"              # albert | bert (the scale's BERT twin: no sharing, E = H)
     changes: tuple = ()               # config fields changed from the preset: ((field, value), ...)
     seed: int = 0
-    budget: str = "zoo"               # zoo: scale.zoo_steps; lesson: scale.pretrain_steps (lesson 05);
-                                      # long: 4 x scale.zoo_steps (the schedule stretched, not continued);
-                                      # trunk: scale.zoo_steps / 2; branch: scale.zoo_steps / 4
+    budget: str = "zoo"               # zoo: scale.zoo.steps; lesson: scale.recipe.pretrain_steps (lesson 05);
+                                      # long: 4 x scale.zoo.steps (the schedule stretched, not continued);
+                                      # trunk: scale.zoo.steps / 2; branch: scale.zoo.steps / 4
     balanced: bool = False            # train on length-balanced pairs (segments.length_balanced)
     lr_factor: float = 1.0            # the scale's learning rate times this
     warmup_factor: float = 1.0        # the scale's warmup steps times this (at most the entry's steps)

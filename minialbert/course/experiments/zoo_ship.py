@@ -53,7 +53,7 @@ def ship(names: Sequence[str] | None, scale: Scale) -> Path:
     checkpoint except for ALL_CHECKPOINTS entries; metrics thinned by shipped_metrics) and rewrite its
     MANIFEST.json. Entries of other
     keys (an older recipe) are removed from the folder. Returns the folder."""
-    folder = shipped_folder(scale)
+    folder = shipped_folder(scale.name)
     rows = status(scale, names)
     unbuilt = [r["name"] for r in rows if not available(r)]
     if unbuilt:

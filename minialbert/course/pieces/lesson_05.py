@@ -10,10 +10,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...config import IGNORE_INDEX
-from ...evaluation import evaluate_pretraining, summary_record
+from ...evaluation import evaluate_pretraining, pretraining_evaluator, summary_record
 from ...model import AlbertForPretraining, AlbertForSequenceClassification
 from ...optim import NO_DECAY, Lamb, make_optimizer, param_groups, trust_ratio, warmup_linear_decay
-from ...train import TrainArgs, pretrain, train_step
+from ...train import RunOptions, TrainArgs, pretrain, train_step
 from ..experiments.synthetic import permutation_chains
 from .checking import CHECK_CONFIG, Piece, difference, pretraining_batch, randn, short
 from .mistakes import left_out_operation, pattern
@@ -191,7 +191,8 @@ def _training_loop_check(loop_fn, g, trial) -> tuple[str | None, float]:
                      clip_norm=0.5, eval_every=3 + trial % 2, checkpoint_every=0, seed=trial)
     train_data = permutation_chains(64, cfg.vocab_size, length=10, seed=trial)
     valid_data = permutation_chains(24, cfg.vocab_size, length=10, seed=100 + trial)
-    theirs = pretrain(cfg, args, train_data, valid_data, progress=False).history
+    theirs = pretrain(cfg, args, train_data, pretraining_evaluator(valid_data, cfg, args),
+                      RunOptions(progress=False)).history
     torch.manual_seed(args.seed)                      # what pretrain does before it builds the model
     model = AlbertForPretraining(cfg, sentence_task=None)
     optimizer = make_optimizer(args.optimizer, model, args.lr, args.weight_decay)
