@@ -219,5 +219,5 @@ def test_ablation_cli_runs_the_whole_experiment_at_ci_scale(tmp_path, monkeypatc
     # head_readings (what lesson 08 re-measures) gives the file's own-head readings again
     sop = ablation.heldout("sop", ci.data, ci.recipe.eval_examples)
     matched = ablation.length_matched(sop, tokenizer=course_tokenizer(ci.data))
-    again = ablation.head_readings(zoo.load("albert-sop", ci, progress=False), sop, matched)
+    again = ablation.head_readings(zoo.Zoo(ci).load("albert-sop", progress=False), sop, matched)
     assert again == {reading: result["runs"][2]["sop"][reading] for reading in ("head", "head_matched")}

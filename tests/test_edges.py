@@ -157,7 +157,7 @@ def test_zoo_rebuild_with_only_is_refused_before_any_work(tmp_path, monkeypatch,
 
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "cache"))
     rebuilt = []
-    monkeypatch.setattr(zoo, "rebuild", lambda name, *a, **k: rebuilt.append(name) or
+    monkeypatch.setattr(zoo.Zoo, "rebuild", lambda self, name, *a, **k: rebuilt.append(name) or
                         {"sha256": "0" * 64, "shipped_sha256": None, "identical": None})
     assert main(["zoo", "--scale", "ci", "--rebuild", "albert-sop", "--only", "albert-nsp"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

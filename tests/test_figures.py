@@ -51,12 +51,12 @@ def test_figures_at_ci_scale(tmp_path):
 
 
 def test_a_missing_zoo_entry_is_one_line_and_trains_nothing(tmp_path, monkeypatch, capsys):
-    def missing(scale, names=None):
+    def missing(self, names=None):
         return [{"name": n, "state": "missing", "steps_done": 0, "steps": 20000, "minutes_left": 60.0,
                  "dir": str(tmp_path / "nowhere"), "about": ""} for n in names]
 
-    monkeypatch.setattr(zoo, "status", missing)
-    monkeypatch.setattr(zoo, "_train", lambda *a, **k: pytest.fail("figures trained a zoo entry"))
+    monkeypatch.setattr(zoo.Zoo, "status", missing)
+    monkeypatch.setattr(zoo.Zoo, "_train", lambda *a, **k: pytest.fail("figures trained a zoo entry"))
     assert main(["figures", "--scale", "course", "--quiet", "--only", "pretraining_curves",
                  "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

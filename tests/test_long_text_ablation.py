@@ -14,12 +14,13 @@ from minialbert.course.experiments.long_text_ablation import (
     over_documents,
     run_long_text_ablation,
 )
+from minialbert.course.experiments.zoo import Zoo
 from minialbert.course.scale import current_scale
 
 
 @pytest.fixture(scope="module")
 def result():
-    return run_long_text_ablation(current_scale("ci"), CI_SIZES)
+    return run_long_text_ablation(Zoo(current_scale("ci")), CI_SIZES)
 
 
 def test_arm_entries_name_the_branches():

@@ -62,21 +62,21 @@ def test_zoo_list_verifies_every_shipped_file(shipped_copy, capsys):
     """Before: "shipped 12000/12000" after a flipped byte, a deleted or a garbled MANIFEST.json."""
     entry, weights = shipped_copy
     course = SCALES["course"]
-    assert zoo.status(course, ["lesson-albert-sop"])[0]["state"] == "shipped"
+    assert zoo.Zoo(course).status(["lesson-albert-sop"])[0]["state"] == "shipped"
     assert listed(capsys).split()[1] == "shipped"
     original = weights.read_bytes()
     flipped = bytearray(original)
     flipped[len(flipped) // 2] ^= 0x01                                  # one bit of one weight
     weights.write_bytes(bytes(flipped))
-    row = zoo.status(course, ["lesson-albert-sop"])[0]
+    row = zoo.Zoo(course).status(["lesson-albert-sop"])[0]
     assert row["state"] == "damaged" and not zoo.available(row)
     assert "model.safetensors is damaged" in row["problem"] and "\n" not in row["problem"]
     line = listed(capsys)
     assert line.split()[1] == "damaged" and "model.safetensors is damaged" in line
     with pytest.raises(zoo.ShippedEntryDamaged, match="model.safetensors is damaged"):
-        zoo.load("lesson-albert-sop", course, progress=False)           # never loaded, never retrained
+        zoo.Zoo(course).load("lesson-albert-sop", progress=False)           # never loaded, never retrained
     with pytest.raises(zoo.ShippedEntryDamaged, match="not as shipped"):
-        zoo.build(["lesson-albert-sop"], course, progress=False)
+        zoo.Zoo(course).build(["lesson-albert-sop"], progress=False)
     weights.write_bytes(original)
     manifest = entry.parent / zoo.SHIPPED_MANIFEST
     for damage in ("{garbled", json.dumps({"files": ["a list"]}), json.dumps({"files": {}}), None):
@@ -84,7 +84,7 @@ def test_zoo_list_verifies_every_shipped_file(shipped_copy, capsys):
             manifest.unlink()
         else:
             manifest.write_text(damage)
-        row = zoo.status(course, ["lesson-albert-sop"])[0]
+        row = zoo.Zoo(course).status(["lesson-albert-sop"])[0]
         assert row["state"] == "unverifiable", damage
         assert row["problem"].startswith(f"zoo manifest {manifest}")
         assert listed(capsys).split()[1] == "unverifiable"

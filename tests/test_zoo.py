@@ -20,6 +20,7 @@ from minialbert.model import AlbertForPretraining
 from minialbert.run_directory import RunLockedError, read_metrics, run_lock
 
 SCALE = SCALES["ci"].replace(zoo_steps=4, pretrain_steps=2, warmup_steps=1, zoo_evals=2)
+ZOO = zoo.Zoo(SCALE)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -53,7 +54,7 @@ def test_entries_share_one_recipe_and_differ_only_in_their_name():
     assert all(args(zoo.entry(n)) == a_sop for n in variants)   # one recipe for all
     balanced = zoo.entry("albert-sop-balanced")                  # the same run on length-balanced pairs
     assert args(balanced) == a_sop and config(balanced) == config(sop)
-    assert zoo.entry_dir(balanced, SCALE).name.split("-")[-1] != zoo.entry_dir(sop, SCALE).name.split("-")[-1]
+    assert ZOO.entry_dir(balanced.name).name.split("-")[-1] != ZOO.entry_dir(sop.name).name.split("-")[-1]
     long = args(zoo.entry("albert-sop-balanced-long"))         # four times the steps
     same_pace = {k: getattr(a_sop, k) for k in ("steps", "eval_every", "checkpoint_every")}
     assert long.steps == 4 * SCALE.zoo.steps and dataclasses.replace(long, **same_pace) == a_sop
@@ -68,36 +69,36 @@ def test_entries_share_one_recipe_and_differ_only_in_their_name():
 
 
 def test_build_caches_evaluates_and_reuses(capsys):
-    rows = zoo.build(["albert-sop"], SCALE, progress=False)
+    rows = ZOO.build(["albert-sop"], progress=False)
     assert rows[0]["state"] == "built" and 0 <= rows[0]["mask_accuracy"]["accuracy"] <= 1
-    run_dir = zoo.entry_dir(zoo.entry("albert-sop"), SCALE)
+    run_dir = ZOO.entry_dir("albert-sop")
     assert find_checkpoint(run_dir).name == "step-000004"
     assert [r["step"] for r in read_metrics(run_dir) if r["split"] == "valid"] == [2, 4]
-    ev = zoo.evaluation("albert-sop", SCALE)
+    ev = ZOO.evaluation("albert-sop")
     assert set(ev["baselines"]) == {"unigram", "copy_or_unigram", "neighbour", "two_each_side"}
     assert ev["sentence"]["task"] == "sop"
-    first = zoo.load("albert-sop", SCALE, progress=False)            # cached: loaded, not trained
+    first = ZOO.load("albert-sop", progress=False)            # cached: loaded, not trained
     assert "training" not in capsys.readouterr().out and not first.training
-    assert zoo.status(SCALE, ["albert-sop", "albert-nsp"])[1]["state"] == "missing"
+    assert ZOO.status(["albert-sop", "albert-nsp"])[1]["state"] == "missing"
     assert "albert-sop" in zoo.format_summary(rows)
     table = zoo.format_summary(rows, markdown=True).splitlines()
     assert table[1] == "|---|---|---|---|---|---|---|---|" and table[2].startswith("| `albert-sop` | 4 |")
     assert table[2].count("|") == table[0].count("|") == 9
-    kept = zoo.checkpoints("albert-sop", SCALE)                      # every evaluation's checkpoint
+    kept = ZOO.checkpoints("albert-sop")                      # every evaluation's checkpoint
     assert list(kept) == [2, 4] and kept[4] == find_checkpoint(run_dir)
 
 
 def test_a_killed_build_resumes_and_ends_where_a_straight_one_does():
     e = zoo.entry("albert-mlm")
-    zoo.build(["albert-mlm"], SCALE, progress=False)
-    run_dir = zoo.entry_dir(e, SCALE)
-    straight = {k: v.clone() for k, v in zoo.load("albert-mlm", SCALE).state_dict().items()}
+    ZOO.build(["albert-mlm"], progress=False)
+    run_dir = ZOO.entry_dir(e.name)
+    straight = {k: v.clone() for k, v in ZOO.load("albert-mlm").state_dict().items()}
     # imitate a build killed after its step-2 checkpoint: drop the later checkpoint and the evaluation
     shutil.rmtree(run_dir / "checkpoints" / "step-000004")
     (run_dir / "checkpoints" / "latest").write_text("step-000002\n")
     (run_dir / "evaluation.json").unlink()
-    assert zoo.status(SCALE, ["albert-mlm"])[0]["state"] == "partial"
-    resumed = zoo.load("albert-mlm", SCALE, progress=False)
+    assert ZOO.status(["albert-mlm"])[0]["state"] == "partial"
+    resumed = ZOO.load("albert-mlm", progress=False)
     for k, v in straight.items():
         assert torch.equal(resumed.state_dict()[k], v), k
 
@@ -107,14 +108,14 @@ def test_a_changed_recipe_is_a_new_entry():
     longer = SCALE.replace(zoo_steps=6)
     other_lr = SCALE.replace(learning_rate=1e-3)
     more_evals = SCALE.replace(zoo_evals=4)             # reporting only: same weights
-    dirs = {zoo.entry_dir(e, s) for s in (SCALE, longer, other_lr)}
+    dirs = {zoo.Zoo(s).entry_dir(e.name) for s in (SCALE, longer, other_lr)}
     assert len(dirs) == 3
-    assert zoo.entry_dir(e, more_evals) == zoo.entry_dir(e, SCALE)
+    assert zoo.Zoo(more_evals).entry_dir(e.name) == ZOO.entry_dir(e.name)
 
 
 def test_evaluation_of_a_missing_entry_says_how_to_build_it():
     with pytest.raises(FileNotFoundError, match="python -m minialbert zoo --only bert-nsp"):
-        zoo.evaluation("bert-nsp", SCALE)
+        ZOO.evaluation("bert-nsp")
 
 
 def test_cli_lists_and_rejects_unknown_names(capsys):
@@ -143,7 +144,7 @@ def test_every_entry_resolves_and_the_cli_builds_one_of_each_kind(capsys, tmp_pa
     assert main(["zoo", "--scale", "ci", "--out", str(tmp_path / "zoo.json"), *only]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in kinds) and "missing" not in out
-    assert {r["state"] for r in zoo.status(ci, kinds)} == {"built"}
+    assert {r["state"] for r in zoo.Zoo(ci).status(kinds)} == {"built"}
     written = json.loads((tmp_path / "zoo.json").read_text())
     assert written["scale"] == "ci" and [r["name"] for r in written["entries"]] == kinds
     assert all(0 <= r["mask_accuracy"]["accuracy"] <= 1 and r["minutes"] > 0 for r in written["entries"])
@@ -167,17 +168,17 @@ def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(zoo, "pretrain", lambda cfg, args, data, evaluate, options: starts.append(
             options.start_state) or real_pretrain(cfg, args, data, evaluate, options))
-        branch = zoo.load("albert-sop-128", SCALE, progress=False)
-    trunk = zoo.load(zoo_entries.TRUNK, SCALE, progress=False)
+        branch = ZOO.load("albert-sop-128", progress=False)
+    trunk = ZOO.load(zoo_entries.TRUNK, progress=False)
     assert starts[0] is None and set(starts[1]) == set(trunk.state_dict())        # trunk first, then branch
     assert all(torch.equal(starts[1][k], v) for k, v in trunk.state_dict().items())
     assert set(branch.state_dict()) - set(trunk.state_dict()) == {"sentence_head.1.weight",
                                                                   "sentence_head.1.bias"}
-    assert max(r["step"] for r in zoo.metrics("albert-sop-128", SCALE)) == args["albert-sop-128"].steps
-    key = zoo.entry_key(branch_entry, SCALE)
+    assert max(r["step"] for r in ZOO.metrics("albert-sop-128")) == args["albert-sop-128"].steps
+    key = ZOO.entry_key(branch_entry.name)
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(zoo.ENTRIES, zoo_entries.TRUNK, dataclasses.replace(trunk_entry, lr_factor=1.0))
-        assert zoo.entry_key(branch_entry, SCALE) != key
+        assert ZOO.entry_key(branch_entry.name) != key
     from minialbert.train import RunOptions, TrainArgs, pretrain
     with pytest.raises(ValueError, match=r"does not fit .* another shape \['albert.pooler.weight'\]"):
         pretrain(zoo.entry_config(branch_entry, SCALE.models), TrainArgs(objective="sop", steps=1, warmup=0),
@@ -191,9 +192,9 @@ def test_a_damaged_entry_resumes_from_its_newest_verified_checkpoint_and_keeps_t
     """A damaged latest checkpoint (flipped bytes, a missing file, a garbage `latest`)
     never costs the verified work before it: the entry resumes from the newest verified checkpoint,
     ends with the same weights as a straight build, and the damaged one is kept aside, reported."""
-    zoo.build(["bert-nsp"], SCALE, progress=False)
-    run_dir = zoo.entry_dir(zoo.entry("bert-nsp"), SCALE)
-    straight = {k: v.clone() for k, v in zoo.load("bert-nsp", SCALE).state_dict().items()}
+    ZOO.build(["bert-nsp"], progress=False)
+    run_dir = ZOO.entry_dir("bert-nsp")
+    straight = {k: v.clone() for k, v in ZOO.load("bert-nsp").state_dict().items()}
     latest = find_checkpoint(run_dir)
     assert latest.name == "step-000004" and (run_dir / "checkpoints" / "step-000002").is_dir()
     damages = {"flipped bytes": lambda c: flip_last_bytes(c / "model.safetensors"),
@@ -201,58 +202,58 @@ def test_a_damaged_entry_resumes_from_its_newest_verified_checkpoint_and_keeps_t
                "garbage latest": lambda c: (c.parent / "latest").write_bytes(b"\x00garbage")}
     for what, damage in damages.items():
         damage(latest)
-        assert zoo.status(SCALE, ["bert-nsp"])[0]["state"] in ("partial", "built"), what
+        assert ZOO.status(["bert-nsp"])[0]["state"] in ("partial", "built"), what
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = zoo.load("bert-nsp", SCALE, progress=False)
+            model = ZOO.load("bert-nsp", progress=False)
         if what != "garbage latest":                                   # the checkpoint itself was damaged
             assert any("set aside as damaged-step-000004" in str(w.message) for w in caught), what
             assert (run_dir / "checkpoints" / "damaged-step-000004").is_dir()
         assert (run_dir / "checkpoints" / "step-000002" / "model.safetensors").exists()   # never deleted
         for k, v in model.state_dict().items():
             assert torch.equal(v, straight[k]), f"{what}: {k} differs from the straight build"
-        assert zoo.status(SCALE, ["bert-nsp"])[0]["state"] == "built"
+        assert ZOO.status(["bert-nsp"])[0]["state"] == "built"
         latest = run_dir / "checkpoints" / "step-000004"
 
 
 def test_a_second_build_of_an_entry_stops_naming_the_first():
     """While a process holds an entry's run lock, another build of it stops with one
     line naming that process, and deletes nothing."""
-    run_dir = zoo.entry_dir(zoo.entry("albert-nsp"), SCALE)
+    run_dir = ZOO.entry_dir("albert-nsp")
     with run_lock(run_dir):
         with pytest.raises(RunLockedError, match=f"in use by another run \\(PID {os.getpid()}"):
-            zoo.load("albert-nsp", SCALE, progress=False)
+            ZOO.load("albert-nsp", progress=False)
         assert (run_dir / ".lock").exists()
     code = ("import dataclasses, sys, time\n"
             "from minialbert.course.experiments import zoo\nfrom minialbert.run_directory import run_lock\n"
             "from minialbert.course.scale import SCALES\n"
             "s = SCALES['ci'].replace(zoo_steps=4, pretrain_steps=2, warmup_steps=1,\n"
             "                        zoo_evals=2)\n"
-            "with run_lock(zoo.entry_dir(zoo.entry('albert-nsp'), s)):\n"
+            "with run_lock(zoo.Zoo(s).entry_dir('albert-nsp')):\n"
             "    print('locked', flush=True); time.sleep(60)\n")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunLockedError, match=f"PID {holder.pid}"):
-            zoo.build(["albert-nsp"], SCALE, progress=False)
+            ZOO.build(["albert-nsp"], progress=False)
     finally:
         holder.kill()
         holder.wait()
-    zoo.build(["albert-nsp"], SCALE, progress=False)                  # the lock died with its process
-    assert zoo.status(SCALE, ["albert-nsp"])[0]["state"] == "built"
+    ZOO.build(["albert-nsp"], progress=False)                  # the lock died with its process
+    assert ZOO.status(["albert-nsp"])[0]["state"] == "built"
 
 
 def test_damaged_zoo_files_are_named():
     """A damaged evaluation.json or metrics.jsonl is an error naming the file."""
-    zoo.build(["albert-mlm"], SCALE, progress=False)
-    run_dir = zoo.entry_dir(zoo.entry("albert-mlm"), SCALE)
+    ZOO.build(["albert-mlm"], progress=False)
+    run_dir = ZOO.entry_dir("albert-mlm")
     (run_dir / "evaluation.json").write_text('{"mlm": ')
     with pytest.raises(ValueError, match="evaluation.json is damaged"):
-        zoo.evaluation("albert-mlm", SCALE)
+        ZOO.evaluation("albert-mlm")
     metrics = run_dir / "metrics.jsonl"
     metrics.write_text(metrics.read_text()[:-10])
     with pytest.raises(ValueError, match=r"metrics file .*metrics.jsonl is damaged at line"):
-        zoo.metrics("albert-mlm", SCALE)
+        ZOO.metrics("albert-mlm")
 
 
 def flip_last_bytes(path) -> None:
@@ -270,9 +271,9 @@ def test_a_second_process_never_disturbs_a_build_in_progress(done, tmp_path):
     first's PID and changes nothing; once the first is gone the entry finishes with the weights of a
     straight build."""
     name = "albert-sop-seed1"
-    zoo.build([name], SCALE, progress=False)
-    run_dir = zoo.entry_dir(zoo.entry(name), SCALE)
-    straight = {k: v.clone() for k, v in zoo.load(name, SCALE).state_dict().items()}
+    ZOO.build([name], progress=False)
+    run_dir = ZOO.entry_dir(name)
+    straight = {k: v.clone() for k, v in ZOO.load(name).state_dict().items()}
     saved = tmp_path / "built"                 # tmp_path is shared by the examples Hypothesis draws
     shutil.rmtree(saved, ignore_errors=True)
     shutil.copytree(run_dir, saved)
@@ -293,13 +294,13 @@ def test_a_second_process_never_disturbs_a_build_in_progress(done, tmp_path):
         try:
             assert first.stdout.readline().strip() == "locked"
             with pytest.raises(RunLockedError, match=f"PID {first.pid}"):
-                zoo.load(name, SCALE, progress=False)
+                ZOO.load(name, progress=False)
             after = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != ".lock"}
             assert after == before
         finally:
             first.kill()
             first.wait()
-        for k, v in zoo.load(name, SCALE, progress=False).state_dict().items():
+        for k, v in ZOO.load(name, progress=False).state_dict().items():
             assert torch.equal(v, straight[k]), k
     finally:
         shutil.rmtree(run_dir)
@@ -309,10 +310,10 @@ def test_a_second_process_never_disturbs_a_build_in_progress(done, tmp_path):
 # ---------------------------------------------------------------------------------- the shipped zoo
 
 def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkeypatch, capsys):
-    zoo.build(["albert-sop", "albert-nsp"], SCALE, progress=False)
-    built = {n: zoo.load(n, SCALE).state_dict() for n in ("albert-sop", "albert-nsp")}
+    ZOO.build(["albert-sop", "albert-nsp"], progress=False)
+    built = {n: ZOO.load(n).state_dict() for n in ("albert-sop", "albert-nsp")}
     monkeypatch.setattr(zoo, "SHIPPED_ROOT", tmp_path / "zoo" / "v1")
-    folder = zoo_ship.ship(["albert-sop", "albert-nsp"], SCALE)
+    folder = zoo_ship.ship(["albert-sop", "albert-nsp"], ZOO)
     manifest = json.loads((folder / zoo.SHIPPED_MANIFEST).read_text())
     assert set(manifest["entries"]) == {"albert-sop", "albert-nsp"}
     assert not any(p.endswith("optimizer.pt") for p in manifest["files"])          # weights only
@@ -327,30 +328,30 @@ def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkey
     assert {split for _, split in shipped} == {"train", "valid"}
     # a reader with an empty cache: the shipped entries are there, loaded without training
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "empty-cache"))
-    rows = {r["name"]: r["state"] for r in zoo.status(SCALE, ["albert-sop", "albert-nsp", "albert-mlm"])}
+    rows = {r["name"]: r["state"] for r in ZOO.status(["albert-sop", "albert-nsp", "albert-mlm"])}
     assert rows == {"albert-sop": "shipped", "albert-nsp": "shipped", "albert-mlm": "missing"}
     for name, state in built.items():
-        loaded = zoo.load(name, SCALE, progress=False).state_dict()
+        loaded = ZOO.load(name, progress=False).state_dict()
         assert all(torch.equal(loaded[k], v) for k, v in state.items())
     assert "training" not in capsys.readouterr().out
-    assert list(zoo.checkpoints("albert-sop", SCALE)) == [2, 4]
-    assert zoo.evaluation("albert-nsp", SCALE)["sentence"]["task"] == "nsp"
-    assert zoo.summary(SCALE, ["albert-sop"])[0]["state"] == "shipped"
+    assert list(ZOO.checkpoints("albert-sop")) == [2, 4]
+    assert ZOO.evaluation("albert-nsp")["sentence"]["task"] == "nsp"
+    assert ZOO.summary(["albert-sop"])[0]["state"] == "shipped"
     # a damaged, missing or unlisted file is a one-line error naming it
-    entry_dir = zoo.entry_dir(zoo.entry("albert-nsp"), SCALE)
+    entry_dir = ZOO.entry_dir("albert-nsp")
     weights = entry_dir / "checkpoints" / "step-000004" / "model.safetensors"
     original = weights.read_bytes()
     flip_last_bytes(weights)
     with pytest.raises(ValueError, match=r"zoo file .*step-000004/model.safetensors is damaged"):
-        zoo.load("albert-nsp", SCALE)
+        ZOO.load("albert-nsp")
     weights.write_bytes(original)
     (entry_dir / "notes.txt").write_text("stray")
     with pytest.raises(ValueError, match=r"notes.txt is not in .*MANIFEST.json"):
-        zoo.evaluation("albert-nsp", SCALE)
+        ZOO.evaluation("albert-nsp")
     (entry_dir / "notes.txt").unlink()
     (entry_dir / "metrics.jsonl").unlink()
     with pytest.raises(ValueError, match=r"metrics.jsonl is missing; restore it"):
-        zoo.metrics("albert-nsp", SCALE)
+        ZOO.metrics("albert-nsp")
     assert not (tmp_path / "empty-cache" / "zoo").exists()          # nothing was ever trained
 
 
@@ -368,9 +369,9 @@ def test_a_missing_entry_is_never_trained_silently(tmp_path, monkeypatch):
     with pytest.raises(zoo.ZooEntryMissing, match=r"'albert-mlm' \(ci scale\) is neither shipped .* "
                                                    r"`python -m minialbert zoo --only albert-mlm --scale ci` "
                                                    r"trains it \(about 0 min on 2 cores\)"):
-        zoo.load("albert-mlm", course_like)
+        zoo.Zoo(course_like).load("albert-mlm")
     assert not (tmp_path / "zoo").exists()                                     # nothing was trained
-    shallow, deep = zoo.status(course_like, ["albert-sop", "albert-deep"])     # cost grows with depth
+    shallow, deep = zoo.Zoo(course_like).status(["albert-sop", "albert-deep"])     # cost grows with depth
     layers = [zoo.entry_config(zoo.entry(n), SCALE.models).num_layers for n in ("albert-sop", "albert-deep")]
     assert layers[1] == 12
     assert deep["minutes_left"] == pytest.approx(shallow["minutes_left"] * layers[1] / layers[0])
@@ -386,17 +387,17 @@ def test_an_entry_rebuilt_in_fresh_caches_has_the_same_bytes(tmp_path, monkeypat
     for attempt, threads in (("first", 1), ("second", 2)):      # the zoo pins its own thread count
         monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / attempt))
         torch.set_num_threads(threads)
-        zoo.build(["albert-sop"], SCALE, progress=False)
+        ZOO.build(["albert-sop"], progress=False)
         assert torch.get_num_threads() == threads                # and gives the caller's back
         torch.set_num_threads(1)
-        final = zoo.checkpoints("albert-sop", SCALE)[4]
+        final = ZOO.checkpoints("albert-sop")[4]
         # trainer_state.json (and the manifest hashing it) records wall-clock seconds: not compared
         digests.append({name: sha256_of(final / name) for name in ("model.safetensors", "config.json")})
         digests[-1]["evaluation.json"] = sha256_of(final.parent.parent / "evaluation.json")
     assert digests[0] == digests[1]
     monkeypatch.setattr(zoo, "SHIPPED_ROOT", tmp_path / "zoo")
-    zoo_ship.ship(["albert-sop"], SCALE)
-    result = zoo.rebuild("albert-sop", SCALE, progress=False)
+    zoo_ship.ship(["albert-sop"], ZOO)
+    result = ZOO.rebuild("albert-sop", progress=False)
     assert result["identical"] and result["sha256"] == digests[0]["model.safetensors"]
 
 
@@ -404,7 +405,7 @@ def test_cli_rebuild_retrains_from_scratch_and_compares(capsys):
     from minialbert.course.commands import main
 
     assert main(["zoo", "--scale", "ci", "--only", "albert-e16"]) == 0
-    built = zoo.entry_dir(zoo.entry("albert-e16"), SCALES["ci"])
+    built = zoo.Zoo(SCALES["ci"]).entry_dir("albert-e16")
     capsys.readouterr()
     assert main(["zoo", "--scale", "ci", "--rebuild", "albert-e16"]) == 0
     out = capsys.readouterr().out
@@ -415,17 +416,17 @@ def test_cli_rebuild_retrains_from_scratch_and_compares(capsys):
 def test_an_entry_built_meanwhile_by_another_process_is_skipped(monkeypatch):
     """Two `zoo` processes with overlapping lists: the second skips what the first finished meanwhile."""
     trained = []
-    train = zoo._train
+    train = zoo.Zoo._train
 
-    def first_also_builds_the_other(e, scale, run_dir, progress, callbacks=(), **options):
+    def first_also_builds_the_other(self, e, run_dir, progress, callbacks=(), **options):
         trained.append(e.name)
-        train(e, scale, run_dir, progress, callbacks, **options)
+        train(self, e, run_dir, progress, callbacks, **options)
         if e.name == "albert-share-ffn":                         # "another process" builds the next one
-            train(zoo.entry("albert-share-attention"), scale,
-                  zoo.cache_entry_dir(zoo.entry("albert-share-attention"), scale), False)
+            train(self, zoo.entry("albert-share-attention"), self.cache_entry_dir("albert-share-attention"),
+                  False)
 
-    monkeypatch.setattr(zoo, "_train", first_also_builds_the_other)
-    rows = zoo.build(["albert-share-ffn", "albert-share-attention"], SCALE, progress=False)
+    monkeypatch.setattr(zoo.Zoo, "_train", first_also_builds_the_other)
+    rows = ZOO.build(["albert-share-ffn", "albert-share-attention"], progress=False)
     assert trained == ["albert-share-ffn"] and [r["state"] for r in rows] == ["built", "built"]
 
 

@@ -98,10 +98,11 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
     rebuild = list(zoo.ENTRIES) if args.rebuild == ["all"] else args.rebuild or []
     for name in [*(args.only or ()), *rebuild]:
         zoo.entry(name)                                  # unknown names fail before any work
+    course_zoo = zoo.Zoo(scale)
     if rebuild:
         differ = []
         for name in rebuild:
-            r = zoo.rebuild(name, scale, progress=not args.quiet, device=args.device, compile=args.compile)
+            r = course_zoo.rebuild(name, progress=not args.quiet, device=args.device, compile=args.compile)
             verdict = ("no shipped entry to compare with" if r["shipped_sha256"] is None else
                        "identical to the shipped weights" if r["identical"] else
                        f"DIFFERS from the shipped weights (sha256 {r['shipped_sha256']})")
@@ -113,15 +114,15 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
                                "(docs/zoo.md says what may differ between machines)")
         return
     if args.ship:
-        print(f"shipped into {zoo_ship.ship(args.only, scale)}")
+        print(f"shipped into {zoo_ship.ship(args.only, course_zoo)}")
         return
     if args.list:
-        for r in zoo.status(scale, args.only):
+        for r in course_zoo.status(args.only):
             left = "?" if r["minutes_left"] is None else f"{r['minutes_left']:.1f}"
             print(f"{r['name']:22s} {r['state']:8s} {r['steps_done']:>6d}/{r['steps']:<6d} "
                   f"~{left:>5s} min left  {r.get('problem', r['about'])}")
         return
-    rows = zoo.build(args.only, scale, progress=not args.quiet, device=args.device, compile=args.compile)
+    rows = course_zoo.build(args.only, progress=not args.quiet, device=args.device, compile=args.compile)
     print(zoo.format_summary(rows, markdown=args.markdown))
     if args.out:
         import platform
@@ -140,6 +141,7 @@ def cmd_ablation(args: argparse.Namespace, scale: Scale) -> None:
 
     matplotlib.use("Agg")
     from .experiments.ablation import ARMS, DOWNSTREAM_TASKS, format_summary, run_ablation
+    from .experiments.zoo import Zoo
     from .lessons import lesson_sizes
     from .plots import figure_dir, plot_ablation, save_figure
 
@@ -148,7 +150,7 @@ def cmd_ablation(args: argparse.Namespace, scale: Scale) -> None:
         return other_ablation(args, scale, sizes)
     arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(ARMS)
     ablation = dataclasses.replace(sizes.ablation, seeds=args.seeds) if args.seeds else sizes.ablation
-    result = run_ablation(arms, scale, ablation, sizes.downstream.finetune, progress=not args.quiet,
+    result = run_ablation(arms, Zoo(scale), ablation, sizes.downstream.finetune, progress=not args.quiet,
                           downstream=() if args.no_downstream else DOWNSTREAM_TASKS)
     print(format_summary(result))
     axes = plot_ablation(result)
@@ -162,10 +164,11 @@ def other_ablation(args: argparse.Namespace, scale: Scale, sizes) -> None:
     from ..download import write_json
     from .experiments.long_text_ablation import run_long_text_ablation
     from .experiments.order_control import run_order_control
+    from .experiments.zoo import Zoo
     from .plots import figure_dir
 
     if args.long_text:
-        name, result = "long_text_ablation", run_long_text_ablation(scale, sizes.long_text,
+        name, result = "long_text_ablation", run_long_text_ablation(Zoo(scale), sizes.long_text,
                                                                     progress=not args.quiet)
     else:
         name, result = "order_control", run_order_control(sizes.order_control, progress=not args.quiet)

@@ -1,11 +1,12 @@
 """Every committed figure, one function each: `python -m minialbert figures` calls them, no notebook runs.
 
-FIGURES maps a figure's name to a function -> (figure, numbers) and what it reads: the Scale, the figures'
-folder (a committed JSON) or nothing. It computes the numbers from what
-ships with the repository (the code, the course corpus, the zoo: never trained here) or, for a figure
-whose numbers come from a long separate command, reads them from that command's committed JSON
-(READS_COMMITTED says which command recomputes them). It draws them with a `draw_*` function below, and
-the lesson that teaches the figure draws it with the same function, from numbers it computes in view.
+FIGURES maps a figure's name to a function -> (figure, numbers) and the parts of the scale it reads (its
+name, its data, its zoo, its lesson sizes, the figures' folder with a committed JSON), or nothing. It
+computes the numbers from what ships with the repository (the code, the course corpus, the zoo: never
+trained here) or, for a figure whose numbers come from a long separate command, reads them from that
+command's committed JSON (READS_COMMITTED says which command recomputes them). It draws them with a
+`draw_*` function below, and the lesson that teaches the figure draws it with the same function, from
+numbers it computes in view.
 make_figures saves NAME.png and the numbers as NAME.json under --out (default plots.figure_dir(scale):
 assets/figures at course scale, assets/figures/<scale> otherwise).
 """
@@ -18,12 +19,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 
-from .lessons import lesson_sizes
+from .lessons import LessonSizes, Smoothness, lesson_sizes
 from .plots import ROOT, figure_dir, plot_history, plot_layer_transitions, plot_learning_curve, save_figure
-from .scale import Models, Scale
+from .scale import Data, Models, Scale
+
+if TYPE_CHECKING:
+    from .experiments.zoo import Zoo
 
 # figures whose numbers come from a command too long for `figures`: it redraws them from its JSON
 READS_COMMITTED = {
@@ -85,17 +90,16 @@ def draw_tokenizer_vocab_sizes(numbers: dict):
     return fig
 
 
-def tokenizer_vocab_sizes(scale: Scale):
+def tokenizer_vocab_sizes(scale_name: str, data: Data, lesson: LessonSizes):
     from ..corpus import corpus_stats, documents
 
-    data = scale.data
     splits = {split: documents(data.corpus, split, data.max_documents) for split in ("train", "valid")}
     results = vocab_sweep([s for d in splits["train"] for s in d.sentences],
                           [s for d in splits["valid"] for s in d.sentences],
-                          lesson_sizes(scale).tokenizers.vocab_sizes)
+                          lesson.tokenizers.vocab_sizes)
     numbers = {"description": f"Unigram SentencePiece models trained on the {data.corpus} train split, "
                               "measured on the valid split",
-               "scale": scale.name, "corpus": data.corpus, "corpus_train": corpus_stats(splits["train"]),
+               "scale": scale_name, "corpus": data.corpus, "corpus_train": corpus_stats(splits["train"]),
                "corpus_valid": corpus_stats(splits["valid"]), "results": results}
     return draw_tokenizer_vocab_sizes(numbers), numbers
 
@@ -185,7 +189,7 @@ def draw_ngram_span_lengths(numbers: dict):
     return fig
 
 
-def ngram_span_lengths(scale: Scale):
+def ngram_span_lengths(scale_name: str, data: Data):
     import random
     from collections import Counter
 
@@ -194,8 +198,8 @@ def ngram_span_lengths(scale: Scale):
     from ..tokenizer import CLS_ID, SEP_ID
     from .data import course_pretraining_data, course_tokenizer
 
-    vocab = MaskingVocab.from_tokenizer(course_tokenizer(scale.data))
-    train_sop = course_pretraining_data("sop", "train", scale.data)
+    vocab = MaskingVocab.from_tokenizer(course_tokenizer(data))
+    train_sop = course_pretraining_data("sop", "train", data)
     step = max(1, len(train_sop) // 3000)
     sample = [unmasked_ids(train_sop[i]).tolist() for i in range(0, len(train_sop), step)]
     rng_ours, rng_official = random.Random(0), random.Random(0)
@@ -215,7 +219,7 @@ def ngram_span_lengths(scale: Scale):
     numbers = {"description": "share of masked spans covering n = 1, 2, 3 whole words: the paper's p(n), "
                               "our ngram_mask and the official placement rule on course SOP sequences, and "
                               "ours on one very long sequence",
-               "scale": scale.name, "sequences": len(sample), "shares": rows,
+               "scale": scale_name, "sequences": len(sample), "shares": rows,
                "spans": {"ours": sum(ours.values()), "official": sum(official.values()),
                          "long": sum(long_run.values())}}
     return draw_ngram_span_lengths(numbers), numbers
@@ -237,20 +241,18 @@ def draw_pretraining_curves(numbers: dict):
     return fig
 
 
-def pretraining_curves(scale: Scale):
+def pretraining_curves(zoo: Zoo):
     """Lesson 05's run is the zoo entry lesson-albert-sop: its metrics and its held-out evaluation (the
     one the lesson computes: the same model, data, baselines and sample)."""
-    from .experiments import zoo
-
-    zoo.load("lesson-albert-sop", scale, progress=False)          # shipped or built; never trained here
-    history = zoo.metrics("lesson-albert-sop", scale)
-    args = zoo.entry_args(zoo.entry("lesson-albert-sop"), scale.recipe, scale.zoo)
+    zoo.load("lesson-albert-sop", progress=False)                 # shipped or built; never trained here
+    history = zoo.metrics("lesson-albert-sop")
+    args = zoo.entry_args("lesson-albert-sop")
     numbers = {"description": "pretraining metrics of lesson 05's ALBERT (MLM + SOP) with the held-out "
                               "evaluation by position kind and its baselines",
-               "scale": scale.name, "preset": scale.models.albert_preset, "corpus": scale.data.corpus,
+               "scale": zoo.scale_name, "preset": zoo.models.albert_preset, "corpus": zoo.data.corpus,
                "args": {k: getattr(args, k) for k in ("steps", "batch_size", "optimizer", "lr", "warmup")},
                "train_seconds": max(r["seconds"] for r in history if r["split"] == "train"),
-               "final": zoo.evaluation("lesson-albert-sop", scale),
+               "final": zoo.evaluation("lesson-albert-sop"),
                "valid": [r for r in history if r["split"] == "valid"],
                "train_mlm_loss": [[r["step"], r["mlm_loss"]] for r in history if r["split"] == "train"]}
     return draw_pretraining_curves(numbers), numbers
@@ -258,12 +260,12 @@ def pretraining_curves(scale: Scale):
 
 # ------------------------------------------------------------------ lesson 06: layer-wise smoothness
 @lru_cache(maxsize=2)
-def _heldout(scale: Scale):
+def _heldout(data: Data, sizes: Smoothness):
     """Lesson 06's held-out text: batches of a fixed seeded sample of test sequences, and their documents."""
     from .data import course_pretraining_data
     from .experiments.analysis import heldout_batches, heldout_documents
 
-    test_data, sizes = course_pretraining_data("mlm", "test", scale.data), lesson_sizes(scale).smoothness
+    test_data = course_pretraining_data("mlm", "test", data)
     return (heldout_batches(test_data, sizes.sequences, batch_size=sizes.batch_size),
             heldout_documents(test_data, sizes.sequences))
 
@@ -294,36 +296,32 @@ def smoothness_numbers(results: dict, sources: dict, scale_name: str, documents,
 
 
 @lru_cache(maxsize=16)
-def _zoo_result(scale: Scale, name: str) -> dict:
+def _zoo_result(zoo: Zoo, sizes: Smoothness, name: str) -> dict:
     """One zoo model's smoothness_results entry (kept: several figures read the same model)."""
-    from .experiments import zoo
-
-    batches, documents = _heldout(scale)
-    return smoothness_results({name: zoo.load(name, scale, progress=False)}, batches, documents)[name]
+    batches, documents = _heldout(zoo.data, sizes)
+    return smoothness_results({name: zoo.load(name, progress=False)}, batches, documents)[name]
 
 
-def _zoo_transitions(scale: Scale, names: tuple[str, ...]):
-    from .experiments import zoo
-
+def _zoo_transitions(zoo: Zoo, sizes: Smoothness, names: tuple[str, ...]):
     for name in names:                                  # a missing entry fails before any model runs
-        zoo.load(name, scale, progress=False)
-    results = {name: _zoo_result(scale, name) for name in names}
-    sources = {name: zoo.entry_key(zoo.entry(name), scale) for name in names}      # its folder's name
-    numbers = smoothness_numbers(results, sources, scale.name, _heldout(scale)[1], tokens="all",
+        zoo.load(name, progress=False)
+    results = {name: _zoo_result(zoo, sizes, name) for name in names}
+    sources = {name: zoo.entry_key(name) for name in names}                        # its folder's name
+    numbers = smoothness_numbers(results, sources, zoo.scale_name, _heldout(zoo.data, sizes)[1], tokens="all",
                                  standardize=False)
     return plot_layer_transitions(results)[0].figure, numbers
 
 
-def layer_transitions(scale: Scale):
-    return _zoo_transitions(scale, ("albert-sop", "bert-sop", "bert-nsp"))
+def layer_transitions(zoo: Zoo, sizes: Smoothness):
+    return _zoo_transitions(zoo, sizes, ("albert-sop", "bert-sop", "bert-nsp"))
 
 
-def layer_transitions_deep(scale: Scale):
-    return _zoo_transitions(scale, ("albert-deep", "bert-deep"))
+def layer_transitions_deep(zoo: Zoo, sizes: Smoothness):
+    return _zoo_transitions(zoo, sizes, ("albert-deep", "bert-deep"))
 
 
-def layer_transitions_sharing(scale: Scale):
-    return _zoo_transitions(scale, ("albert-sop", "albert-share-attention", "albert-share-ffn",
+def layer_transitions_sharing(zoo: Zoo, sizes: Smoothness):
+    return _zoo_transitions(zoo, sizes, ("albert-sop", "albert-share-attention", "albert-share-ffn",
                                     "albert-share-none", "bert-sop"))
 
 
@@ -373,26 +371,25 @@ def initial_model(name: str, models: Models):
     return AlbertForPretraining(zoo.entry_config(zoo.entry(name), models), sentence_task="sop").eval()
 
 
-def layer_transitions_training(scale: Scale):
+def layer_transitions_training(zoo: Zoo, sizes: Smoothness):
     from ..checkpoint import load_checkpoint
-    from .experiments import zoo
     from .experiments.analysis import curve_measures, layer_transitions
 
-    zoo.load("albert-sop", scale, progress=False)
-    batches, documents = _heldout(scale)
-    init_results = smoothness_results({f"{name} at step 0": initial_model(name, scale.models)
+    zoo.load("albert-sop", progress=False)
+    batches, documents = _heldout(zoo.data, sizes)
+    init_results = smoothness_results({f"{name} at step 0": initial_model(name, zoo.models)
                                        for name in ("albert-sop", "bert-sop")}, batches, documents)
-    kept = zoo.checkpoints("albert-sop", scale)
+    kept = zoo.checkpoints("albert-sop")
     along = {0: init_results["albert-sop at step 0"]}
     for step, path in kept.items():
         along[step] = layer_transitions(load_checkpoint(path), batches).to_dict()
-    accuracy = {r["step"]: r["mask_accuracy"] for r in zoo.metrics("albert-sop", scale)
+    accuracy = {r["step"]: r["mask_accuracy"] for r in zoo.metrics("albert-sop")
                 if r["split"] == "valid"}
     spread = {step: curve_measures([r["l2"], r["angle"]]) for step, r in along.items()}
-    unigram = zoo.evaluation("albert-sop", scale)["baselines"]["unigram"]["mask"]["accuracy"]
+    unigram = zoo.evaluation("albert-sop")["baselines"]["unigram"]["mask"]["accuracy"]
     sources = {str(s): p.relative_to(p.parents[2]).as_posix() for s, p in kept.items()}   # <entry>/...
     numbers = smoothness_numbers(
-        {"albert-sop": along[max(along)]}, {"albert-sop": sources}, scale.name, documents, tokens="all",
+        {"albert-sop": along[max(along)]}, {"albert-sop": sources}, zoo.scale_name, documents, tokens="all",
         standardize=False, along_training={str(s): r for s, r in along.items()},
         spread_along_training={str(s): m for s, m in spread.items()},
         held_out_mask_accuracy={str(s): a for s, a in accuracy.items()},
@@ -532,22 +529,24 @@ def model_speed():
     return draw_model_speed(numbers), numbers
 
 
-# name -> (a function -> (figure, numbers), what it is given: "scale" the Scale, "folder" the scale's
-# figure folder, whose committed JSON it redraws, "nothing" nothing); the order `figures` makes them in
+# name -> (a function -> (figure, numbers), the parts of the scale it is given, in order: "name" its
+# name, "data" its Data, "zoo" the Zoo bound to it, "lesson" its lesson sizes, "smoothness" lesson 06's
+# held-out sample, "folder" its figure folder, whose committed JSON it redraws; none: nothing); the order
+# `figures` makes them in
 FIGURES = {
-    "tokenizer_vocab_sizes": (tokenizer_vocab_sizes, "scale"),                   # lesson 01
-    "parameters_vs_embedding_size": (parameters_vs_embedding_size, "nothing"),   # lesson 02
-    "parameters_vs_depth": (parameters_vs_depth, "nothing"),                     # lesson 03
-    "ngram_span_lengths": (ngram_span_lengths, "scale"),                         # lesson 04
-    "pretraining_curves": (pretraining_curves, "scale"),                         # lesson 05
-    "layer_transitions": (layer_transitions, "scale"),                           # lesson 06
-    "layer_transitions_training": (layer_transitions_training, "scale"),
-    "layer_transitions_sharing": (layer_transitions_sharing, "scale"),
-    "layer_transitions_deep": (layer_transitions_deep, "scale"),
-    "learning_curve": (learning_curve, "folder"),                 # lesson 07 (its committed JSON)
-    "nsp_vs_sop": (nsp_vs_sop, "folder"),                         # lesson 08 (the ablation's JSON)
-    "attention_roofline": (attention_roofline, "nothing"),        # lesson 10
-    "model_speed": (model_speed, "nothing"),                      # benchmarks/model_speed.py's JSON
+    "tokenizer_vocab_sizes": (tokenizer_vocab_sizes, ("name", "data", "lesson")),     # lesson 01
+    "parameters_vs_embedding_size": (parameters_vs_embedding_size, ()),               # lesson 02
+    "parameters_vs_depth": (parameters_vs_depth, ()),                                 # lesson 03
+    "ngram_span_lengths": (ngram_span_lengths, ("name", "data")),                     # lesson 04
+    "pretraining_curves": (pretraining_curves, ("zoo",)),                             # lesson 05
+    "layer_transitions": (layer_transitions, ("zoo", "smoothness")),                  # lesson 06
+    "layer_transitions_training": (layer_transitions_training, ("zoo", "smoothness")),
+    "layer_transitions_sharing": (layer_transitions_sharing, ("zoo", "smoothness")),
+    "layer_transitions_deep": (layer_transitions_deep, ("zoo", "smoothness")),
+    "learning_curve": (learning_curve, ("folder",)),              # lesson 07 (its committed JSON)
+    "nsp_vs_sop": (nsp_vs_sop, ("folder",)),                      # lesson 08 (the ablation's JSON)
+    "attention_roofline": (attention_roofline, ()),               # lesson 10
+    "model_speed": (model_speed, ()),                             # benchmarks/model_speed.py's JSON
 }
 
 
@@ -561,13 +560,17 @@ def make_figures(scale: Scale, only: list[str] | None = None, out: str | Path | 
     if unknown:
         raise ValueError(f"unknown figure {', '.join(unknown)}; the figures: {', '.join(FIGURES)}")
     directory = Path(out) if out is not None else figure_dir(scale)
-    given = {"scale": (scale,), "folder": (figure_dir(scale),), "nothing": ()}
+    from .experiments.zoo import Zoo
+
+    lesson = lesson_sizes(scale)
+    given = {"name": scale.name, "data": scale.data, "zoo": Zoo(scale), "lesson": lesson,
+             "smoothness": lesson.smoothness, "folder": figure_dir(scale)}
     written, failed, start = [], {}, time.perf_counter()
     for name in names:
         began = time.perf_counter()
         draw, reads = FIGURES[name]
         try:
-            fig, numbers = draw(*given[reads])
+            fig, numbers = draw(*(given[part] for part in reads))
             png = save_figure(fig, name, numbers, directory)
             plt.close(fig)
         except Exception as e:                   # noqa: BLE001 (reported, raised at the end)

@@ -50,10 +50,10 @@ from ...pretraining_data import PretrainingDataset, collate, unmasked_ids
 from ...segments import TWO_SENTENCE_CHUNKS, length_balanced
 from ...tokenizer import Tokenizer
 from ..data import course_pretraining_data, course_tokenizer
-from ..scale import Data, Scale
-from . import zoo
+from ..scale import Data
 from .shortcut_rule import majority_by_cell
 from .tasks import load_task
+from .zoo import Zoo
 
 ARMS = (*OBJECTIVES, "sop-balanced")      # each objective, and SOP on length-balanced pairs
 SEGMENTING, SENTENCE_TASKS = TWO_SENTENCE_CHUNKS, ("nsp", "sop")    # the 32-token arms' cut; pair tasks
@@ -327,7 +327,7 @@ def crossing_step(curve: Sequence[dict], task: str, level: float | str = 0.6) ->
     return None
 
 
-def training_curve(name: str, scale: Scale) -> list[dict]:
+def training_curve(name: str, zoo: Zoo) -> list[dict]:
     """A zoo entry's own sentence head on its own task at every held-out evaluation of its training, read
     from its training metrics (a fixed seeded sample of held-out pairs, the same at every step):
     [{"step", task: {"accuracy", "ci95", "n", "chance", "predicted_shares"}}]; [] for an MLM-only entry.
@@ -338,7 +338,7 @@ def training_curve(name: str, scale: Scale) -> list[dict]:
     if task not in SENTENCE_TASKS:
         return []
     points = []
-    for r in zoo.metrics(name, scale):
+    for r in zoo.metrics(name):
         if r["split"] != "valid" or f"{task}_accuracy" not in r:
             continue
         n, accuracy, ones = r["eval_examples"], r[f"{task}_accuracy"], r[f"{task}_predicted_1"]
@@ -357,7 +357,7 @@ class AblationSizes:
     downstream_labels: int = 256    # labelled examples per downstream task
 
 
-def run_ablation(arms: Sequence[str], scale: Scale, sizes: AblationSizes, finetune: FinetuneArgs,
+def run_ablation(arms: Sequence[str], zoo: Zoo, sizes: AblationSizes, finetune: FinetuneArgs,
                  downstream: Sequence[str] = DOWNSTREAM_TASKS, curves: bool = True,
                  progress: bool = True) -> dict:
     """The whole experiment: returns a JSON-ready dict (see the module doc). Builds missing zoo entries.
@@ -367,19 +367,19 @@ def run_ablation(arms: Sequence[str], scale: Scale, sizes: AblationSizes, finetu
     if isinstance(sizes.seeds, bool) or not isinstance(sizes.seeds, int) or sizes.seeds < 1:
         raise ValueError(f"seeds must be an integer >= 1, got {sizes.seeds!r}")
     t0 = time.perf_counter()
-    data = {objective: heldout(objective, scale.data, scale.recipe.eval_examples) for objective in OBJECTIVES}
-    probe_train = {task: course_pretraining_data(task, "train", scale.data, segmenting=SEGMENTING)
+    data = {objective: heldout(objective, zoo.data, zoo.recipe.eval_examples) for objective in OBJECTIVES}
+    probe_train = {task: course_pretraining_data(task, "train", zoo.data, segmenting=SEGMENTING)
                    for task in SENTENCE_TASKS}
-    tokenizer = course_tokenizer(scale.data)
+    tokenizer = course_tokenizer(zoo.data)
     matched = {task: length_matched(data[task], tokenizer=tokenizer) for task in SENTENCE_TASKS}
-    result = {"scale": scale.name, "arms": list(arms), "seeds": list(range(sizes.seeds)),
+    result = {"scale": zoo.scale_name, "arms": list(arms), "seeds": list(range(sizes.seeds)),
               "heldout": {task: {"examples": len(d), "length_matched": len(matched.get(task, []))}
                           for task, d in data.items()},
               "probe_examples": sizes.probe_examples,
               "downstream_labels": sizes.downstream_labels, "paper": PAPER_TABLE5,
               "shortcut": shortcuts(probe_train, data, matched, tokenizer),
               "runs": [], "curves": {}, "downstream": []}
-    models = {(arm, seed): zoo.load(arm_entry(arm, seed), scale, progress=progress)
+    models = {(arm, seed): zoo.load(arm_entry(arm, seed), progress=progress)
               for arm in arms for seed in range(sizes.seeds)}
     reference = next(iter(models.values())).config
     torch.manual_seed(0)
@@ -391,11 +391,11 @@ def run_ablation(arms: Sequence[str], scale: Scale, sizes: AblationSizes, finetu
         result["runs"].append({"arm": arm, "seed": seed, "entry": entry, **measured})
     if curves:
         for arm, seed in models:
-            curve = training_curve(arm_entry(arm, seed), scale)
+            curve = training_curve(arm_entry(arm, seed), zoo)
             if curve:
                 result["curves"][arm_entry(arm, seed)] = [{"arm": arm, **point} for point in curve]
     for name in downstream:
-        task = load_task(name, scale.data)
+        task = load_task(name, zoo.data)
         for (arm, seed), model in models.items():
             rows = learning_curve(task, tokenizer, {arm: model}, [sizes.downstream_labels], [seed],
                                   finetune, progress=False)

@@ -40,8 +40,6 @@ from ...model import AlbertForPretraining
 from ...pretraining_data import examples_from_token_documents
 from ...segments import OFFICIAL
 from ..data import course_tokenizer
-from ..scale import Scale
-from . import zoo
 from .ablation import joined, sampled
 from .mask_readings import mask_hits
 from .pair_readings import (
@@ -56,6 +54,7 @@ from .pair_readings import (
     swap_only,
     token_documents,
 )
+from .zoo import Zoo
 from .zoo_entries import TRUNK
 
 __all__ = ["ARMS", "CI_SIZES", "COURSE_SIZES", "LongTextSizes", "arm_entry", "run_long_text_ablation"]
@@ -129,14 +128,14 @@ def combine(outcomes: dict[str, list[dict]], doc_of: dict[str, torch.Tensor], se
     return arms, differences
 
 
-def run_long_text_ablation(scale: Scale, sizes: LongTextSizes = COURSE_SIZES, seed: int = 0,
+def run_long_text_ablation(zoo: Zoo, sizes: LongTextSizes = COURSE_SIZES, seed: int = 0,
                            progress: bool = False) -> dict:
     """The whole reading (see the module doc): returns a JSON-ready dict. Loads the trunk and every branch
     from the zoo (building any that is missing where the scale builds on demand)."""
     t0 = time.perf_counter()
-    tokenizer = course_tokenizer(scale.data)
+    tokenizer = course_tokenizer(zoo.data)
     vocab = MaskingVocab.from_tokenizer(tokenizer)
-    tokens = {split: token_documents(list(documents(scale.data.corpus, split, scale.data.max_documents))
+    tokens = {split: token_documents(list(documents(zoo.data.corpus, split, zoo.data.max_documents))
                                      [:sizes.heldout_documents], tokenizer) for split in ("valid", "test")}
     heldout_docs = tokens["valid"] + tokens["test"]          # document ids: valid first, then test
 
@@ -146,14 +145,14 @@ def run_long_text_ablation(scale: Scale, sizes: LongTextSizes = COURSE_SIZES, se
 
     heldout = {task: pairs(heldout_docs, task, k) for k, task in ((1, "nsp"), (2, "sop"))}
     heldout["sop_swap"] = subset(heldout["sop"], swap_only(heldout["sop"], heldout_docs))
-    train_docs = list(documents(scale.data.corpus, "train", scale.data.max_documents))
+    train_docs = list(documents(zoo.data.corpus, "train", zoo.data.max_documents))
     some = random.Random(seed).sample(train_docs, min(len(train_docs), sizes.probe_examples))
     probe_docs = token_documents(some, tokenizer)            # as many training documents as probe pairs
     probe_sets = {task: pairs(probe_docs, task, k) for k, task in ((4, "nsp"), (5, "sop"))}
     probe_sets["sop_swap"] = subset(probe_sets["sop"], swap_only(probe_sets["sop"], probe_docs))
     probe_sets = {task: subset(d, evaluation_sample(d, sizes.probe_examples, seed))
                   for task, d in probe_sets.items()}
-    mlm_data = sampled(joined(zoo.entry_data(TRUNK, "valid", scale), zoo.entry_data(TRUNK, "test", scale)),
+    mlm_data = sampled(joined(zoo.entry_data(TRUNK, "valid"), zoo.entry_data(TRUNK, "test")),
                        sizes.mask_examples, seed)
     mlm_at = list(range(len(mlm_data)))
     questions = {split: next_sentence_questions(tokens[split], sizes.context_sentences,
@@ -165,8 +164,8 @@ def run_long_text_ablation(scale: Scale, sizes: LongTextSizes = COURSE_SIZES, se
     names = {(arm, s): arm_entry(arm, s) for arm in ARMS for s in range(sizes.seeds)}
     outcomes: dict[str, dict] = {}               # model name -> {"mask", reading/task, "choice"}: outcomes
     per_model: dict[str, dict] = {}
-    models = {"trunk": zoo.load(TRUNK, scale, progress=progress),
-              **{names[k]: zoo.load(names[k], scale, progress=progress) for k in names}}
+    models = {"trunk": zoo.load(TRUNK, progress=progress),
+              **{names[k]: zoo.load(names[k], progress=progress) for k in names}}
     torch.manual_seed(seed)
     models["random init"] = AlbertForPretraining(models["trunk"].config, sentence_task=None)
     mask_docs = None
@@ -180,7 +179,7 @@ def run_long_text_ablation(scale: Scale, sizes: LongTextSizes = COURSE_SIZES, se
                            "choice": over_documents(chosen, question_docs, seed),
                            "seconds": round(time.perf_counter() - t, 1)}
 
-    baselines = MLMBaselines.fit(zoo.entry_data(TRUNK, "train", scale), tokenizer.vocab_size)
+    baselines = MLMBaselines.fit(zoo.entry_data(TRUNK, "train"), tokenizer.vocab_size)
     mask_baselines = {name: over_documents(h, mask_docs, seed)
                       for name, h in baseline_hits(baselines, batches).items()}
     doc_of = {"mask": mask_docs, "choice": question_docs,
@@ -190,7 +189,7 @@ def run_long_text_ablation(scale: Scale, sizes: LongTextSizes = COURSE_SIZES, se
                                 doc_of, seed)
     return {"what": "the NSP vs SOP ablation at 128 tokens on the course's text: a masked-LM trunk, then "
                     "branches of equal budget that differ only in the sentence objective",
-            "scale": scale.name, "seed": seed, "sizes": dataclasses.asdict(sizes),
+            "scale": zoo.scale_name, "seed": seed, "sizes": dataclasses.asdict(sizes),
             "entries": {"trunk": TRUNK, **{f"{arm} seed {s}": n for (arm, s), n in names.items()}},
             "data": {"heldout_documents": len(heldout_docs),
                      "heldout_pairs": {task: len(d) for task, d in heldout.items()},

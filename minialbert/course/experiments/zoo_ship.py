@@ -18,15 +18,14 @@ import torch
 from ...checkpoint import MANIFEST, WEIGHTS_FILES, read_json, step_checkpoints
 from ...download import atomic_write, sha256_of, write_json
 from ...run_directory import read_metrics
-from ..scale import Scale
 from .zoo import (
     RECIPE_VERSION,
     SHIPPED_MANIFEST,
     ZOO_FORMAT,
+    Zoo,
     ZooEntryMissing,
     available,
     shipped_folder,
-    status,
 )
 
 ALL_CHECKPOINTS = ("albert-sop",)    # entries shipped with checkpoints along training (lesson 06): the final
@@ -48,19 +47,19 @@ def shipped_metrics(records: list[dict]) -> list[dict]:
             or r["step"] % SHIPPED_TRAIN_EVERY == 0]
 
 
-def ship(names: Sequence[str] | None, scale: Scale) -> Path:
+def ship(names: Sequence[str] | None, zoo: Zoo) -> Path:
     """Copy built entries into the shipped folder (weights only: no optimizer state; only the final
     checkpoint except for ALL_CHECKPOINTS entries; metrics thinned by shipped_metrics) and rewrite its
     MANIFEST.json. Entries of other
     keys (an older recipe) are removed from the folder. Returns the folder."""
-    folder = shipped_folder(scale.name)
-    rows = status(scale, names)
+    folder = shipped_folder(zoo.scale_name)
+    rows = zoo.status(names)
     unbuilt = [r["name"] for r in rows if not available(r)]
     if unbuilt:
         raise ZooEntryMissing(f"cannot ship entries that are not built: {', '.join(unbuilt)}; build them "
                               "with `python -m minialbert zoo` first")
     folder.mkdir(parents=True, exist_ok=True)
-    keys = {r["name"]: Path(r["dir"]).name for r in status(scale)}    # <name>-<key>, shipped or cached
+    keys = {r["name"]: Path(r["dir"]).name for r in zoo.status()}    # <name>-<key>, shipped or cached
     for old in folder.iterdir():
         if old.is_dir() and old.name not in keys.values():
             shutil.rmtree(old)
@@ -99,7 +98,7 @@ def ship(names: Sequence[str] | None, scale: Scale) -> Path:
     entries = {name: key for name, key in keys.items() if (folder / key).is_dir()}
     files = {str(p.relative_to(folder)): sha256_of(p) for key in sorted(entries.values())
              for p in sorted((folder / key).rglob("*")) if p.is_file()}
-    write_json(folder / SHIPPED_MANIFEST, {"format": ZOO_FORMAT, "scale": scale.name,
+    write_json(folder / SHIPPED_MANIFEST, {"format": ZOO_FORMAT, "scale": zoo.scale_name,
                                            "recipe": RECIPE_VERSION, "torch": torch.__version__,
                                            "entries": entries, "files": files})
     return folder
