@@ -41,7 +41,7 @@ def made(tmp_path_factory):
     root = tmp_path_factory.mktemp("made")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MINIALBERT_CACHE", str(root / "cache"))
-        manifest = make_pack(CI, root / "ci.pack")
+        manifest = make_pack(CI.name, CI.data, root / "ci.pack")
     return root / "ci.pack", manifest, tree(root / "cache")
 
 
@@ -62,14 +62,14 @@ def test_pack_round_trips_byte_for_byte(packed, tmp_path, monkeypatch):
     assert len(made["files"]) == 2 and made["pack_bytes"] == path.stat().st_size <= MAX_PACK_BYTES
     assert made["pack_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "other"))
-    written = unpack(path, CI)
+    written = unpack(path, CI.name, CI.data)
     assert len(written) == 2
     unpacked = tree(tmp_path / "other")                         # (and the embedded corpus's own cache)
     assert {n: unpacked[n] for n in made["files"]} == {n: source[n] for n in made["files"]}   # byte for byte
     assert set(unpacked) - set(made["files"]) <= {n for n in unpacked if n.startswith("corpora/pydocs-")}
     assert course_tokenizer_path(CI.data) in written                  # found where course_tokenizer looks
     assert course_tokenizer(CI.data).model_proto == source[next(iter(made["files"]))]
-    again = make_pack(CI, tmp_path / "again.pack")               # no dates inside: the same bytes
+    again = make_pack(CI.name, CI.data, tmp_path / "again.pack")      # no dates inside: the same bytes
     assert (tmp_path / "again.pack").read_bytes() == path.read_bytes() and again["files"] == made["files"]
 
 
@@ -87,7 +87,7 @@ def test_a_damaged_pack_fails_in_one_line_naming_the_file(packed, tmp_path, monk
     bad.write_bytes(bytes(data))
     monkeypatch.setenv("MINIALBERT_CACHE", str(tmp_path / "other"))
     with pytest.raises(ValueError, match="damaged") as e:
-        unpack(bad, CI)
+        unpack(bad, CI.name, CI.data)
     assert str(bad) in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "other" / "tokenizers").exists()      # nothing written from a damaged pack
 
@@ -96,9 +96,9 @@ def test_unpack_refuses_another_scales_pack_and_a_missing_file(packed, tmp_path)
     path, _, _ = packed
     with pytest.raises(ValueError, match="holds the ci scale's files, not the gpu scale's; unpack it with "
                                          "--scale ci"):
-        unpack(path, SCALES["gpu"])
+        unpack(path, SCALES["gpu"].name, SCALES["gpu"].data)
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        read_pack(tmp_path / "nowhere.pack", CI)
+        read_pack(tmp_path / "nowhere.pack", CI.name, CI.data)
 
 
 def test_pack_and_unpack_commands(packed, tmp_path, monkeypatch, capsys):
@@ -164,7 +164,7 @@ def hostile(made, tmp_path, monkeypatch):
     def refused(members, manifest=None, match="", **kwargs) -> str:
         bad = forge(tmp_path / "forged.pack", members, manifest, **kwargs)
         with pytest.raises(ValueError, match=match) as e:
-            unpack(bad, CI)
+            unpack(bad, CI.name, CI.data)
         message = str(e.value)
         assert "\n" not in message and str(bad) in message, message
         assert not cache.exists() or tree(cache) == {}, "a refused pack wrote into the cache"
@@ -175,7 +175,7 @@ def hostile(made, tmp_path, monkeypatch):
 def test_the_forging_helper_makes_a_pack_that_unpacks(hostile, tmp_path):
     real, _ = hostile
     assert [n for n, _ in real] == sorted(n for n, _ in real) and len(real) == 2
-    assert len(unpack(forge(tmp_path / "ok.pack", real), CI)) == 2
+    assert len(unpack(forge(tmp_path / "ok.pack", real), CI.name, CI.data)) == 2
 
 
 TOKENIZER_HEX = "0123456789abcdef"
@@ -255,7 +255,7 @@ def test_a_member_bigger_than_its_manifest_says_is_never_read_into_memory(hostil
     tracemalloc.start()
     try:
         with pytest.raises(ValueError, match=r"24\.0 MiB in the pack, its manifest says 65 bytes"):
-            unpack(bad, CI)
+            unpack(bad, CI.name, CI.data)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -268,7 +268,7 @@ def test_the_decompressor_memory_is_capped(packed, monkeypatch):
     path, _, _ = packed
     monkeypatch.setattr(pack, "MAX_XZ_MEMORY", 2**20)
     with pytest.raises(ValueError, match="Memory usage limit"):
-        unpack(path, CI)
+        unpack(path, CI.name, CI.data)
 
 
 @pytest.mark.parametrize("edit, field", [
@@ -334,10 +334,10 @@ def test_a_dry_run_is_told_what_to_change_not_the_scale_it_passed(packed, tmp_pa
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "--scale ci" not in err[0] and "MINIALBERT_DRY_RUN unset" in err[0], err
     with pytest.raises(ValueError, match="unpack it with --scale ci and MINIALBERT_DRY_RUN unset"):
-        unpack(path, dry_run(SCALES["gpu"]))
+        unpack(path, (dry := dry_run(SCALES["gpu"])).name, dry.data)
     forged = forge(tmp_path / "dry.pack", members_of(path), signed(members_of(path), scale="ci-dry"))
     with pytest.raises(ValueError, match="not the ci scale's; unpack it with MINIALBERT_DRY_RUN=1$"):
-        unpack(forged, CI)
+        unpack(forged, CI.name, CI.data)
 
 
 def test_pack_out_must_be_a_file_outside_the_cache(packed, tmp_path, capsys):
@@ -364,10 +364,10 @@ def test_the_gpu_and_course_scales_packs_are_named_as_their_caches_name_them(tmp
     corpus = pack.course_corpus_name()
     tokenizer = f"tokenizers/course-6000-{TOKENIZER_HEX}.model"
     gpu = [corpus, corpus + ".sha256", tokenizer, tokenizer + ".sha256"]
-    pack.check_members(tmp_path, gpu, SCALES["gpu"])
-    pack.check_members(tmp_path, [corpus, corpus + ".sha256"], SCALES["course"])
+    pack.check_members(tmp_path, gpu, "gpu", SCALES["gpu"].data)
+    pack.check_members(tmp_path, [corpus, corpus + ".sha256"], "course", SCALES["course"].data)
     with pytest.raises(ValueError, match="lacks the tokenizer"):
-        pack.check_members(tmp_path, [corpus, corpus + ".sha256"], SCALES["gpu"])
+        pack.check_members(tmp_path, [corpus, corpus + ".sha256"], "gpu", SCALES["gpu"].data)
     built = cache_dir() / corpus
     if not (built.is_file() and built.with_name(built.name + ".sha256").is_file()):
         pytest.skip("the course corpus is not built in this machine's cache")

@@ -343,7 +343,7 @@ def cmd_pack(args: argparse.Namespace) -> None:
     from .pack import make_pack
 
     scale = pack_scale(args)
-    made = make_pack(scale, args.out)
+    made = make_pack(scale.name, scale.data, args.out)
     files = ", ".join(f"{name} ({f['bytes'] / 2**20:.1f} MiB)" for name, f in made["files"].items())
     print(f"{made['pack']}: {made['pack_bytes'] / 2**20:.1f} MiB, sha256 {made['pack_sha256']}, the "
           f"{scale.name} scale's {files}")
@@ -353,7 +353,8 @@ def cmd_unpack(args: argparse.Namespace) -> None:
     from ..download import cache_dir
     from .pack import unpack
 
-    written = unpack(args.pack, pack_scale(args))
+    scale = pack_scale(args)
+    written = unpack(args.pack, scale.name, scale.data)
     print(f"unpacked {args.pack} into {cache_dir()}: {len(written)} files, every sha256 checked")
 
 

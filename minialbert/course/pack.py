@@ -31,7 +31,7 @@ from pathlib import Path
 from ..corpus import COURSE_CORPUS_SHA256, COURSE_FORMAT, course_corpus
 from ..download import atomic_write, cache_dir
 from .data import course_tokenizer, course_tokenizer_path, shipped_tokenizer_path
-from .scale import DRY_RUN_SUFFIX, DRY_RUN_VAR, SCALES, Data, Scale
+from .scale import DRY_RUN_SUFFIX, DRY_RUN_VAR, SCALES, Data
 
 MANIFEST = "MANIFEST.json"
 CORPORA = "corpora"                    # the cache folder of built corpora (corpus/__init__.py)
@@ -95,19 +95,19 @@ def member_rules(data: Data) -> dict[str, re.Pattern]:
     return rules
 
 
-def pack_files(scale: Scale) -> list[Path]:
+def pack_files(scale_name: str, data: Data) -> list[Path]:
     """The cache files the scale's data is made from, built here first where missing: the course
     corpus (when the scale reads it) and the scale's tokenizer (unless it ships with the package)."""
     root, files = cache_dir(), []
-    if scale.data.corpus == "course":
+    if data.corpus == "course":
         course_corpus()                                  # builds it (pip) where the cache lacks it
         files.append(root / course_corpus_name())
-    course_tokenizer(scale.data)                              # trains and caches it where missing
-    if (tokenizer := course_tokenizer_path(scale.data)) is not None:
+    course_tokenizer(data)                                    # trains and caches it where missing
+    if (tokenizer := course_tokenizer_path(data)) is not None:
         files.append(tokenizer)
     files = [f for path in files for f in (path, path.with_name(path.name + ".sha256"))]
     if missing := [str(f) for f in files if not f.is_file()]:
-        raise FileNotFoundError(f"cannot pack scale {scale.name!r}: {', '.join(missing)} missing from the "
+        raise FileNotFoundError(f"cannot pack scale {scale_name!r}: {', '.join(missing)} missing from the "
                                 "cache")
     return files
 
@@ -125,28 +125,28 @@ def check_out(out: str | Path) -> Path:
     return out
 
 
-def make_pack(scale: Scale, out: str | Path) -> dict:
-    """Write the scale's pack to `out` (an xz tar, the same bytes for the same files); returns its
-    manifest. Refuses a pack over MAX_PACK_BYTES, and an `out` inside the cache."""
+def make_pack(scale_name: str, data: Data, out: str | Path) -> dict:
+    """Write the pack of the scale's `data` to `out` (an xz tar, the same bytes for the same files);
+    returns its manifest. Refuses a pack over MAX_PACK_BYTES, and an `out` inside the cache."""
     out, root = check_out(out), cache_dir()
-    members = {f.relative_to(root).as_posix(): f.read_bytes() for f in pack_files(scale)}
-    manifest = {"format": PACK_FORMAT, "scale": scale.name,
-                "files": {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-                          for name, data in members.items()}}
+    members = {f.relative_to(root).as_posix(): f.read_bytes() for f in pack_files(scale_name, data)}
+    manifest = {"format": PACK_FORMAT, "scale": scale_name,
+                "files": {name: {"sha256": hashlib.sha256(member).hexdigest(), "bytes": len(member)}
+                          for name, member in members.items()}}
     members = {MANIFEST: json.dumps(manifest, indent=1, sort_keys=True).encode(), **members}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:xz", format=tarfile.PAX_FORMAT, preset=9) as tar:
-        for name, data in members.items():
+        for name, member in members.items():
             info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, 0     # no dates: same files, same bytes
-            tar.addfile(info, io.BytesIO(data))
-    data = buffer.getvalue()                             # xz stores no time: same files, same bytes
-    if len(data) > MAX_PACK_BYTES:
-        raise ValueError(f"the pack for scale {scale.name!r} would be {len(data) / 2**20:.1f} MiB, over the "
-                         f"{MAX_PACK_BYTES / 2**20:.0f} MiB a device call carries")
-    atomic_write(out, data)
-    return {**manifest, "pack": str(out), "pack_bytes": len(data),
-            "pack_sha256": hashlib.sha256(data).hexdigest()}
+            info.size, info.mode, info.mtime = len(member), 0o644, 0   # no dates: same files, same bytes
+            tar.addfile(info, io.BytesIO(member))
+    packed = buffer.getvalue()                           # xz stores no time: same files, same bytes
+    if len(packed) > MAX_PACK_BYTES:
+        raise ValueError(f"the pack for scale {scale_name!r} would be {len(packed) / 2**20:.1f} MiB, over "
+                         f"the {MAX_PACK_BYTES / 2**20:.0f} MiB a device call carries")
+    atomic_write(out, packed)
+    return {**manifest, "pack": str(out), "pack_bytes": len(packed),
+            "pack_sha256": hashlib.sha256(packed).hexdigest()}
 
 
 def check_pack_file(path: Path) -> None:
@@ -199,11 +199,12 @@ def check_entry(path: Path, name: str, entry: object) -> int:
     return size
 
 
-def check_manifest(path: Path, data: bytes, scale: Scale) -> dict:
-    """The manifest, every field checked: its format, its scale (the one asked for), and its files (the
-    scale's by name, each with a sha256 and a size, together under the cap). Returns it."""
+def check_manifest(path: Path, text: bytes, scale_name: str, data: Data) -> dict:
+    """The manifest, every field checked: its format, its scale (the one asked for, by name), and its files
+    (the pack of that scale's `data`, by name, each with a sha256 and a size, together under the cap).
+    Returns it."""
     try:
-        manifest = json.loads(data)
+        manifest = json.loads(text)
     except ValueError as e:
         raise PackError(f"pack {path}: its manifest is not JSON ({e})") from None
     if not isinstance(manifest, dict):
@@ -216,9 +217,9 @@ def check_manifest(path: Path, data: bytes, scale: Scale) -> dict:
         raise PackError(f"pack {path}: its manifest's \"scale\" is {ascii(packed)[:20]}, not a scale's name")
     if packed.removesuffix(DRY_RUN_SUFFIX) not in SCALES:
         raise PackError(f"pack {path}: its manifest names an unknown scale {ascii(packed)[:40]}")
-    if packed != scale.name:
-        raise PackError(f"pack {path} holds the {packed} scale's files, not the {scale.name} scale's; "
-                        f"{scale_advice(packed, scale.name)}")
+    if packed != scale_name:
+        raise PackError(f"pack {path} holds the {packed} scale's files, not the {scale_name} scale's; "
+                        f"{scale_advice(packed, scale_name)}")
     files = manifest.get("files")
     if not isinstance(files, dict):
         raise PackError(f"pack {path}: its manifest's \"files\" is not an object of name: sha256 and bytes")
@@ -229,17 +230,18 @@ def check_manifest(path: Path, data: bytes, scale: Scale) -> dict:
         check_name(path, name)
     if sum(check_entry(path, name, entry) for name, entry in files.items()) > MAX_UNPACKED_BYTES:
         raise PackError(f"pack {path}: its files add up to more than {size_text(MAX_UNPACKED_BYTES)}")
-    check_members(path, list(files), scale)
+    check_members(path, list(files), scale_name, data)
     return manifest
 
 
-def check_members(path: Path, names: list[str], scale: Scale) -> None:
-    """The names are exactly the scale's pack: each of member_rules' files once, with its .sha256."""
-    rules, found = member_rules(scale.data), {}
+def check_members(path: Path, names: list[str], scale_name: str, data: Data) -> None:
+    """The names are exactly the pack of the scale's `data`: each of member_rules' files once, with its
+    .sha256."""
+    rules, found = member_rules(data), {}
     for name in names:
         what = next((w for w, rule in rules.items() if rule.fullmatch(name.removesuffix(".sha256"))), None)
         if what is None:
-            raise PackError(f"pack {path} lists {name!r}, not a file a {scale.name} pack holds (only "
+            raise PackError(f"pack {path} lists {name!r}, not a file a {scale_name} pack holds (only "
                             f"{' and '.join(rules)}, each with its .sha256)")
         found.setdefault(what, set()).add(name)
     for what in rules:
@@ -279,9 +281,10 @@ def read_members(path: Path, tar: tarfile.TarFile, files: dict) -> dict[str, byt
     return members
 
 
-def read_pack(path: str | Path, scale: Scale) -> dict[str, bytes]:
-    """A pack of `scale`'s files by cache-relative name, every one checked (see the module's docstring);
-    ValueError (one line, naming the pack) when it is missing, damaged, or holds anything else."""
+def read_pack(path: str | Path, scale_name: str, data: Data) -> dict[str, bytes]:
+    """The pack of the scale's `data`, its files by cache-relative name, every one checked (see the
+    module's docstring); ValueError (one line, naming the pack) when it is missing, damaged, or holds
+    anything else."""
     path = Path(path)
     check_pack_file(path)
     cap = MAX_UNPACKED_BYTES + MAX_MANIFEST_BYTES + 2**20                  # members, manifest, headers
@@ -294,7 +297,7 @@ def read_pack(path: str | Path, scale: Scale) -> dict[str, bytes]:
                 raise PackError(f"pack {path} is damaged or not a pack: its first member is not a "
                                 f"{MANIFEST} of at most {size_text(MAX_MANIFEST_BYTES)}; make it again with "
                                 "`python -m minialbert pack --out FILE`")
-            manifest = check_manifest(path, tar.extractfile(first).read(), scale)
+            manifest = check_manifest(path, tar.extractfile(first).read(), scale_name, data)
             return read_members(path, tar, manifest["files"])
     except PackError:
         raise
@@ -303,18 +306,18 @@ def read_pack(path: str | Path, scale: Scale) -> dict[str, bytes]:
                         "with `python -m minialbert pack --out FILE`") from None
 
 
-def unpack(path: str | Path, scale: Scale) -> list[Path]:
+def unpack(path: str | Path, scale_name: str, data: Data) -> list[Path]:
     """Check the whole pack, then write its files into the cache (atomically, each); returns their paths.
 
     The tokenizer's cache name hashes this machine's sentencepiece version (course_tokenizer_path), so
     it is written under the name this machine looks for, not the packing machine's."""
-    files = read_pack(path, scale)
+    files = read_pack(path, scale_name, data)
     root = cache_dir()
     tokenizer = {n: d for n, d in files.items() if n.startswith(f"{TOKENIZERS}/")}
     written = [atomic_write(root / n, d) for n, d in files.items() if n not in tokenizer]
     if tokenizer:
-        local = course_tokenizer_path(scale.data)             # reads the corpus just written
-        for name, data in tokenizer.items():             # the model and its .sha256
+        local = course_tokenizer_path(data)             # reads the corpus just written
+        for name, member in tokenizer.items():           # the model and its .sha256
             suffix = ".sha256" if name.endswith(".sha256") else ""
-            written.append(atomic_write(local.with_name(local.name + suffix), data))
+            written.append(atomic_write(local.with_name(local.name + suffix), member))
     return written
