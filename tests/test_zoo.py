@@ -309,6 +309,24 @@ def test_a_second_process_never_disturbs_a_build_in_progress(done, tmp_path):
 
 # ---------------------------------------------------------------------------------- the shipped zoo
 
+def test_unship_removes_only_the_entries_named_and_rewrites_the_manifest(tmp_path, monkeypatch):
+    ZOO.build(["albert-sop", "albert-nsp"], progress=False)
+    monkeypatch.setattr(zoo, "SHIPPED_ROOT", tmp_path / "zoo" / "v1")
+    folder = zoo_ship.ship(["albert-sop", "albert-nsp"], ZOO)
+    keys = json.loads((folder / zoo.SHIPPED_MANIFEST).read_text())["entries"]
+    (folder / "notes.txt").write_text("a maintainer's file")
+    with pytest.raises(zoo.ZooEntryMissing, match=r"MANIFEST.json: no shipped entry albert-mlm"):
+        zoo_ship.unship(["albert-nsp", "albert-mlm"], ZOO)
+    assert (folder / keys["albert-nsp"]).is_dir()                       # nothing removed on a bad name
+    zoo_ship.unship(["albert-nsp"], ZOO)
+    manifest = json.loads((folder / zoo.SHIPPED_MANIFEST).read_text())
+    assert manifest["entries"] == {"albert-sop": keys["albert-sop"]}
+    assert all(p.startswith(keys["albert-sop"]) for p in manifest["files"])
+    assert not (folder / keys["albert-nsp"]).exists() and (folder / "notes.txt").exists()
+    zoo.verify_shipped(folder / keys["albert-sop"])
+    assert ZOO.status(["albert-sop"])[0]["state"] == "shipped"
+
+
 def test_a_shipped_entry_is_loaded_verified_and_never_retrained(tmp_path, monkeypatch, capsys):
     ZOO.build(["albert-sop", "albert-nsp"], progress=False)
     built = {n: ZOO.load(n).state_dict() for n in ("albert-sop", "albert-nsp")}

@@ -175,6 +175,9 @@ def add_zoo(command: Callable[..., Parser]) -> None:
     zoo.add_argument("--ship", action="store_true",
                      help="copy the built entries (all, or --only) into the repository's zoo/ folder and "
                           "rewrite its MANIFEST.json (for maintainers)")
+    zoo.add_argument("--unship", action="append", metavar="NAME",
+                     help="remove this shipped entry from the repository's zoo/ folder and its MANIFEST.json "
+                          "(repeatable; for maintainers: `--only NAME` builds it again)")
     zoo.add_argument("--out", type=Path, metavar="FILE",
                      help="also write the summary (held-out metrics and minutes per entry) as JSON here")
     zoo.add_argument("--markdown", action="store_true",

@@ -116,6 +116,9 @@ def cmd_zoo(args: argparse.Namespace, scale: Scale) -> None:
     if args.ship:
         print(f"shipped into {zoo_ship.ship(args.only, course_zoo)}")
         return
+    if args.unship:
+        print(f"removed {', '.join(args.unship)} from {zoo_ship.unship(args.unship, course_zoo)}")
+        return
     if args.list:
         for r in course_zoo.status(args.only):
             left = "?" if r["minutes_left"] is None else f"{r['minutes_left']:.1f}"

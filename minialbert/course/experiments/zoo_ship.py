@@ -95,10 +95,31 @@ def ship(names: Sequence[str] | None, zoo: Zoo) -> Path:
         atomic_write(tmp / "checkpoints" / "latest", kept[-1].name.encode())
         shutil.rmtree(target, ignore_errors=True)
         tmp.rename(target)
+    write_manifest(folder, keys, zoo.scale_name)
+    return folder
+
+
+def unship(names: Sequence[str], zoo: Zoo) -> Path:
+    """Remove shipped entries from the repository's zoo/ folder (their weights can be rebuilt with
+    `zoo --only NAME`; what they measured stays in the results that cite it) and rewrite MANIFEST.json.
+    Only folders the manifest lists are removed. Returns the folder."""
+    folder = shipped_folder(zoo.scale_name)
+    listed = json.loads((folder / SHIPPED_MANIFEST).read_text())["entries"]
+    missing = [name for name in names if name not in listed]
+    if missing:
+        raise ZooEntryMissing(f"{folder / SHIPPED_MANIFEST}: no shipped entry {', '.join(missing)}")
+    for name in names:
+        if (folder / listed[name]).exists():
+            shutil.rmtree(folder / listed[name])
+    write_manifest(folder, {name: key for name, key in listed.items() if name not in names}, zoo.scale_name)
+    return folder
+
+
+def write_manifest(folder: Path, keys: dict[str, str], scale_name: str) -> None:
+    """MANIFEST.json of the shipped folder: its entries (name -> folder) and every file's sha256."""
     entries = {name: key for name, key in keys.items() if (folder / key).is_dir()}
     files = {str(p.relative_to(folder)): sha256_of(p) for key in sorted(entries.values())
              for p in sorted((folder / key).rglob("*")) if p.is_file()}
-    write_json(folder / SHIPPED_MANIFEST, {"format": ZOO_FORMAT, "scale": zoo.scale_name,
+    write_json(folder / SHIPPED_MANIFEST, {"format": ZOO_FORMAT, "scale": scale_name,
                                            "recipe": RECIPE_VERSION, "torch": torch.__version__,
                                            "entries": entries, "files": files})
-    return folder
