@@ -393,6 +393,11 @@ def test_a_missing_entry_is_never_trained_silently(tmp_path, monkeypatch):
     layers = [zoo.entry_config(zoo.entry(n), SCALE.models).num_layers for n in ("albert-sop", "albert-deep")]
     assert layers[1] == 12
     assert deep["minutes_left"] == pytest.approx(shallow["minutes_left"] * layers[1] / layers[0])
+    trunk = zoo.Zoo(course_like).status(["albert-trunk-128"])[0]                   # and with length
+    positions = zoo.entry_config(zoo.entry("albert-trunk-128"), SCALE.models).max_position_embeddings
+    per_step = shallow["minutes_left"] / zoo.Zoo(course_like).entry_args("albert-sop").steps
+    assert trunk["minutes_left"] == pytest.approx(per_step * trunk["steps"] * positions
+                                                  / SCALE.models.config("albert").max_position_embeddings)
 
 
 def test_an_entry_rebuilt_in_fresh_caches_has_the_same_bytes(tmp_path, monkeypatch):

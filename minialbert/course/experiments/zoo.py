@@ -287,11 +287,13 @@ class Zoo:
             done = _steps_done(run_dir)
             state = "built" if done >= steps and (run_dir / "evaluation.json").exists() else (
                 "partial" if done else "missing")
-            # a step costs about in proportion to the layers run (the recipe's step_seconds: the scale's
-            # own model's); None: not measured at this scale
-            depth = self.entry_config(name).num_layers / self.models.config(e.arch).num_layers
+            # a step costs about in proportion to the layers run and the positions each reads (the
+            # recipe's step_seconds: the scale's own model's); None: not measured at this scale
+            own, base = self.entry_config(name), self.models.config(e.arch)
+            size = (own.num_layers * own.max_position_embeddings
+                    / (base.num_layers * base.max_position_embeddings))
             seconds = self.recipe.step_seconds
-            minutes = (steps - done) * seconds * depth / 60 if seconds else None
+            minutes = (steps - done) * seconds * size / 60 if seconds else None
             rows.append({"name": name, "state": state, "steps_done": done, "steps": steps,
                          "minutes_left": minutes, "dir": str(run_dir), "about": e.about})
         return rows
