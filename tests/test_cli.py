@@ -101,6 +101,27 @@ def test_bad_values_found_while_running_give_one_line_errors(env, tmp_path):
     assert "Traceback" not in res.stderr
 
 
+def test_set_positions_sets_the_tokens_per_example(monkeypatch, tmp_path):
+    """`--set max_position_embeddings=N` trains on N-token examples, as the zoo's 128-token entries do; it
+    once kept the scale's 32 tokens and left the new positions unused. Without it, the scale's length."""
+    import minialbert.course.data as course_data
+
+    class Built(Exception):
+        pass
+
+    asked = []
+
+    def record(objective, split, data, **kw):
+        asked.append(kw.get("max_seq_len"))
+        raise Built
+
+    monkeypatch.setattr(course_data, "course_pretraining_data", record)
+    for extra in (["--set", "max_position_embeddings=48"], []):
+        with pytest.raises(Built):
+            main(["pretrain", "--scale", "ci", "--debug", "--out", str(tmp_path / "r"), *extra])
+    assert asked == [48, None]
+
+
 def test_resume_from_a_finished_run_into_a_new_out_is_refused(env, tmp_path):
     """`pretrain --out fresh --resume-from DONE` once exited 0 with JSON naming `fresh`, never made."""
     assert run(pretrain_argv(tmp_path / "done", 2), env).returncode == 0

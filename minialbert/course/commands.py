@@ -42,8 +42,11 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
                  eval_examples=args.eval_examples, checkpoint_every=args.checkpoint_every,
                  keep_last=args.keep_last)
     train_args = scale.recipe.train_args(**{k: v for k, v in given.items() if v is not None})
+    # Tokens per example: the scale's, or the positions set with --set (as the zoo's 128-token entries).
+    seq_len = cfg.max_position_embeddings if "max_position_embeddings" in dict(args.overrides) else None
     train, valid = (course_pretraining_data(train_args.objective, split, scale.data,
-                                            segmenting=args.segmenting) for split in ("train", "valid"))
+                                            segmenting=args.segmenting, max_seq_len=seq_len)
+                    for split in ("train", "valid"))
     try:
         result = pretrain(cfg, train_args, train, pretraining_evaluator(valid, cfg, train_args),
                           RunOptions(out_dir=args.out, resume=args.resume, progress=not args.quiet,
