@@ -110,7 +110,8 @@ def add_pretrain(command: Callable[..., Parser]) -> None:
     pre.add_argument("--preset", help="AlbertConfig preset, e.g. course-albert or course-bert "
                                       "(default: the scale's ALBERT preset)")
     pre.add_argument("--set", dest="overrides", action="append", default=[], type=parse_override,
-                     metavar="KEY=VALUE", help="change a config field, e.g. --set num_layers=2 (repeatable)")
+                     metavar="KEY=VALUE", help="change a config field, e.g. --set num_layers=2 (repeatable); "
+                                               "max_position_embeddings also sets the tokens per example")
     pre.add_argument("--objective", choices=list(OBJECTIVES),
                      help="mlm alone, mlm + next-sentence prediction, or mlm + sentence-order prediction "
                           f"(default: {TRAIN_DEFAULTS.objective})")
