@@ -1,0 +1,72 @@
+"""benchmarks/plateau_anatomy.py reads what it says: a uniform attention row is 1.0 of uniform on both its
+measures, a row on the two neighbours alone is far from it, and smooth position vectors are alike."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import torch
+
+import minialbert as ma
+from minialbert.tokenizer import CLS_ID, MASK_ID, SEP_ID
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def load_anatomy():
+    path = REPO / "benchmarks" / "plateau_anatomy.py"
+    spec = importlib.util.spec_from_file_location("plateau_anatomy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def masked_batch(n: int = 12) -> dict:
+    ids = torch.randint(5, 50, (3, n))
+    ids[:, 0], ids[:, -1] = CLS_ID, SEP_ID
+    ids[:, 4] = ids[:, 7] = MASK_ID
+    return {"input_ids": ids, "token_type_ids": torch.zeros_like(ids),
+            "attention_mask": torch.ones_like(ids)}
+
+
+def model_with_qk(scale: float):
+    """The ci model with its query and key weights scaled (0: every attention row uniform)."""
+    torch.manual_seed(0)
+    model = ma.AlbertForPretraining(ma.AlbertConfig.preset("ci-albert"), "sop").eval()
+    with torch.no_grad():
+        for m in model.modules():
+            if hasattr(m, "qkv"):
+                H = m.qkv.out_features // 3
+                m.qkv.weight[: 2 * H] *= scale
+                m.qkv.bias[: 2 * H] *= scale
+    return model
+
+
+def test_uniform_attention_reads_one_on_both_measures():
+    anatomy = load_anatomy()
+    for layer in anatomy.where_masks_attend(model_with_qk(0.0), masked_batch()):
+        assert layer == {"entropy_share": 1.0, "neighbours_vs_uniform": 1.0}
+
+
+def test_attention_on_the_neighbours_alone_reads_far_from_uniform():
+    anatomy = load_anatomy()
+    batch = masked_batch(n=12)
+    near = (torch.arange(12)[:, None] - torch.arange(12)[None, :]).abs() == 1
+    probs = (near.float() / near.sum(-1, keepdim=True)).expand(3, 2, 12, 12)   # (B, h, N, N)
+    layer = anatomy.mask_rows(probs, batch)
+    assert layer == {"entropy_share": round(math.log(2) / math.log(12), 3), "neighbours_vs_uniform": 6.0}
+
+
+def test_smooth_positions_are_alike_and_random_ones_are_not():
+    anatomy = load_anatomy()
+    model = model_with_qk(1.0)
+    positions = model.albert.embeddings.position_embeddings.weight
+    with torch.no_grad():
+        t = torch.arange(positions.shape[0], dtype=torch.float32)[:, None]
+        f = torch.linspace(0.01, 0.2, positions.shape[1])[None, :]
+        positions.copy_(torch.sin(t * f))                                 # neighbours alike
+    smooth = anatomy.position_structure(model)["adjacent_cosine"]
+    with torch.no_grad():
+        positions.normal_(0, 0.02, generator=torch.Generator().manual_seed(0))
+    rough = anatomy.position_structure(model)["adjacent_cosine"]
+    assert smooth > 0.9 and abs(rough) < 0.2, (smooth, rough)
