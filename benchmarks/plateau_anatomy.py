@@ -14,7 +14,10 @@ length:
 
 The anchor is `albert-sop`, the course's 32-token model that left the plateau. Ratios are against it.
 
-    python benchmarks/plateau_anatomy.py        # about a minute on a CPU; writes the JSON below
+    python benchmarks/plateau_anatomy.py        # seconds on a CPU; writes the JSON below
+    # and an entry no longer shipped, from the repository's history (the 32-token MLM-only arm):
+    git archive e89f657^ zoo/v1/course/albert-mlm-71eec8bd934c | tar -x -C /tmp
+    python benchmarks/plateau_anatomy.py --extra albert-mlm=/tmp/zoo/v1/course/albert-mlm-71eec8bd934c
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from minialbert.checkpoint import load_checkpoint
 from minialbert.course.experiments.zoo import Zoo
 from minialbert.course.scale import current_scale
 from minialbert.download import write_json
@@ -94,13 +98,16 @@ def position_structure(model) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--examples", type=int, default=128, help="held-out examples per model (spread evenly)")
+    p.add_argument("--extra", action="append", default=[], metavar="ENTRY=DIR",
+                   help="also read the checkpoint in DIR, on ENTRY's held-out examples (repeatable)")
     p.add_argument("--out", type=Path, default=REPO / "assets" / "benchmarks" / "plateau_anatomy.json")
     args = p.parse_args()
     torch.set_num_threads(1)
     zoo = Zoo(current_scale("course"))
+    extra = dict(item.split("=", 1) for item in args.extra)
     rows = {}
-    for name in ENTRIES:
-        model = zoo.load(name, progress=False)
+    for name in (*ENTRIES, *extra):
+        model = load_checkpoint(extra[name]).eval() if name in extra else zoo.load(name, progress=False)
         valid = zoo.entry_data(name, "valid")
         stride = max(1, len(valid) // args.examples)
         batch = collate([valid[j] for j in range(0, stride * args.examples, stride)])
