@@ -16,8 +16,8 @@ The anchor is `albert-sop`, the course's 32-token model that left the plateau. R
 
     python benchmarks/plateau_anatomy.py        # seconds on a CPU; writes the JSON below
     # and an entry no longer shipped, from the repository's history (the 32-token MLM-only arm):
-    git archive e89f657^ zoo/v1/course/albert-mlm-71eec8bd934c | tar -x -C /tmp
-    python benchmarks/plateau_anatomy.py --extra albert-mlm=/tmp/zoo/v1/course/albert-mlm-71eec8bd934c
+    mkdir -p history && git archive e89f657^ zoo/v1/course/albert-mlm-71eec8bd934c | tar -x -C history
+    python benchmarks/plateau_anatomy.py --extra albert-mlm=history/zoo/v1/course/albert-mlm-71eec8bd934c
 """
 
 from __future__ import annotations
