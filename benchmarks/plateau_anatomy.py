@@ -12,7 +12,8 @@ length:
   on the positions' mean; near 0 for random vectors), and their mean norm as a share of the word
   embeddings' (how much of the summed embedding is position).
 
-The anchor is `albert-sop`, the course's 32-token model that left the plateau. Ratios are against it.
+The anchor is `albert-sop`, the course's 32-token model that left the plateau. Ratios are against it; it is
+also read at each checkpoint it ships, to show when the order appears.
 
     python benchmarks/plateau_anatomy.py        # seconds on a CPU; writes the JSON below
     # and an entry no longer shipped, from the repository's history (the 32-token MLM-only arm):
@@ -105,15 +106,24 @@ def main() -> None:
     torch.set_num_threads(1)
     zoo = Zoo(current_scale("course"))
     extra = dict(item.split("=", 1) for item in args.extra)
-    rows = {}
-    for name in (*ENTRIES, *extra):
-        model = load_checkpoint(extra[name]).eval() if name in extra else zoo.load(name, progress=False)
+    def held_out(name: str) -> dict:
         valid = zoo.entry_data(name, "valid")
         stride = max(1, len(valid) // args.examples)
-        batch = collate([valid[j] for j in range(0, stride * args.examples, stride)])
-        masks = int((batch["input_ids"] == MASK_ID).sum())
-        rows[name] = {"tokens": batch["input_ids"].shape[1], "masks": masks,
-                      "layers": where_masks_attend(model, batch), **position_structure(model)}
+        return collate([valid[j] for j in range(0, stride * args.examples, stride)])
+
+    def read(model, batch: dict) -> dict:
+        return {"tokens": batch["input_ids"].shape[1], "masks": int((batch["input_ids"] == MASK_ID).sum()),
+                "layers": where_masks_attend(model, batch), **position_structure(model)}
+
+    def model(name: str):
+        return load_checkpoint(extra[name]).eval() if name in extra else zoo.load(name, progress=False)
+
+    rows = {name: read(model(name), held_out(name)) for name in (*ENTRIES, *extra)}
+    # the anchor along its training, at each checkpoint it ships, beside its held-out [MASK] accuracy there
+    mask_at = {r["step"]: r["mask_accuracy"] for r in zoo.metrics(ANCHOR) if r["split"] == "valid"}
+    batch = held_out(ANCHOR)
+    along = {step: {"mask_accuracy": round(mask_at[step], 4), **read(load_checkpoint(path).eval(), batch)}
+             for step, path in zoo.checkpoints(ANCHOR).items()}
 
     def best(r: dict) -> float:                  # the layer whose [MASK] rows prefer the neighbours most
         return max(layer["neighbours_vs_uniform"] for layer in r["layers"])
@@ -124,11 +134,14 @@ def main() -> None:
               f"neighbours at most {best(r):.1f}x uniform ({best(r) / best(rows[ANCHOR]):.2f}x {ANCHOR}'s); "
               f"positions: adjacent cosine {r['adjacent_cosine']:.2f}, "
               f"norm {r['norm_vs_words']:.2f} of the words'")
+    for step, r in along.items():
+        print(f"{ANCHOR} at step {step:>6,}: held-out [MASK] {r['mask_accuracy']:.1%}; neighbours at most "
+              f"{best(r):.1f}x uniform; positions: adjacent cosine {r['adjacent_cosine']:.2f}")
     write_json(args.out, {"what": "where [MASK] positions attend (entropy share of uniform, weight on the "
                                   "two adjacent positions as a multiple of uniform's) and what the position "
                                   "embeddings hold, per shipped course zoo entry, on its held-out examples",
                           "examples": args.examples, "anchor": ANCHOR, "torch": torch.__version__,
-                          "models": rows})
+                          "models": rows, f"{ANCHOR} along its training": along})
     print(f"wrote {args.out}")
 
 
