@@ -17,8 +17,9 @@ also read at each checkpoint it ships, to show when the order appears.
 
     python benchmarks/plateau_anatomy.py        # seconds on a CPU; writes the JSON below
     # and an entry no longer shipped, from the repository's history (the 32-token MLM-only arm):
-    mkdir -p history && git archive e89f657^ zoo/v1/course/albert-mlm-71eec8bd934c | tar -x -C history
-    python benchmarks/plateau_anatomy.py --extra albert-mlm=history/zoo/v1/course/albert-mlm-71eec8bd934c
+    mkdir -p runs/history
+    git archive e89f657^ zoo/v1/course/albert-mlm-71eec8bd934c | tar -x -C runs/history
+    python benchmarks/plateau_anatomy.py --extra albert-mlm=runs/history/zoo/v1/course/albert-mlm-71eec8bd934c
 """
 
 from __future__ import annotations
