@@ -107,6 +107,7 @@ def main() -> None:
     torch.set_num_threads(1)
     zoo = Zoo(current_scale("course"))
     extra = dict(item.split("=", 1) for item in args.extra)
+
     def held_out(name: str) -> dict:
         valid = zoo.entry_data(name, "valid")
         stride = max(1, len(valid) // args.examples)
