@@ -97,16 +97,24 @@ def position_structure(model) -> dict:
             "norm_vs_words": round(float(positions.norm(dim=-1).mean() / words.norm(dim=-1).mean()), 3)}
 
 
+def entry_and_dir(text: str) -> tuple[str, str]:
+    """--extra's ENTRY=DIR, or a one-line usage error."""
+    entry, sep, folder = text.partition("=")
+    if not (entry and sep and folder):
+        raise argparse.ArgumentTypeError(f"expected ENTRY=DIR, got {text!r}")
+    return entry, folder
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--examples", type=int, default=128, help="held-out examples per model (spread evenly)")
-    p.add_argument("--extra", action="append", default=[], metavar="ENTRY=DIR",
+    p.add_argument("--extra", action="append", default=[], type=entry_and_dir, metavar="ENTRY=DIR",
                    help="also read the checkpoint in DIR, on ENTRY's held-out examples (repeatable)")
     p.add_argument("--out", type=Path, default=REPO / "assets" / "benchmarks" / "plateau_anatomy.json")
     args = p.parse_args()
     torch.set_num_threads(1)
     zoo = Zoo(current_scale("course"))
-    extra = dict(item.split("=", 1) for item in args.extra)
+    extra = dict(args.extra)
 
     def held_out(name: str) -> dict:
         valid = zoo.entry_data(name, "valid")
@@ -117,14 +125,15 @@ def main() -> None:
         return {"tokens": batch["input_ids"].shape[1], "masks": int((batch["input_ids"] == MASK_ID).sum()),
                 "layers": where_masks_attend(model, batch), **position_structure(model)}
 
-    def model(name: str):
+    def load(name: str):
         return load_checkpoint(extra[name]).eval() if name in extra else zoo.load(name, progress=False)
 
-    rows = {name: read(model(name), held_out(name)) for name in (*ENTRIES, *extra)}
+    batches = {name: held_out(name) for name in (*ENTRIES, *extra)}
+    rows = {name: read(load(name), batch) for name, batch in batches.items()}
     # the anchor along its training, at each checkpoint it ships, beside its held-out [MASK] accuracy there
     mask_at = {r["step"]: r["mask_accuracy"] for r in zoo.metrics(ANCHOR) if r["split"] == "valid"}
-    batch = held_out(ANCHOR)
-    along = {step: {"mask_accuracy": round(mask_at[step], 4), **read(load_checkpoint(path).eval(), batch)}
+    along = {step: {"mask_accuracy": round(mask_at[step], 4),
+                    **read(load_checkpoint(path).eval(), batches[ANCHOR])}
              for step, path in zoo.checkpoints(ANCHOR).items()}
 
     def best(r: dict) -> float:                  # the layer whose [MASK] rows prefer the neighbours most
