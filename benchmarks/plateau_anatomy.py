@@ -20,6 +20,9 @@ also read at each checkpoint it ships, to show when the order appears.
     mkdir -p runs/history
     git archive e89f657^ zoo/v1/course/albert-mlm-71eec8bd934c | tar -x -C runs/history
     python benchmarks/plateau_anatomy.py --extra albert-mlm=runs/history/zoo/v1/course/albert-mlm-71eec8bd934c
+    # a checkpoint of your own run, on an entry's held-out examples, under its own label (ENTRY:LABEL):
+    python benchmarks/plateau_anatomy.py --out runs/anatomy.json \
+        --extra albert-mlm-128:my-run=runs/my-run/checkpoints/step-010000
 """
 
 from __future__ import annotations
@@ -98,26 +101,28 @@ def position_structure(model) -> dict:
 
 
 def entry_and_dir(text: str) -> tuple[str, str]:
-    """--extra's ENTRY=DIR, or a one-line usage error."""
-    entry, sep, folder = text.partition("=")
-    if not (entry and sep and folder):
-        raise argparse.ArgumentTypeError(f"expected ENTRY=DIR, got {text!r}")
-    return entry, folder
+    """--extra's ENTRY=DIR or ENTRY:LABEL=DIR, or a one-line usage error."""
+    name, sep, folder = text.partition("=")
+    entry, colon, label = name.partition(":")
+    if not (entry and sep and folder) or (colon and not label):
+        raise argparse.ArgumentTypeError(f"expected ENTRY=DIR or ENTRY:LABEL=DIR, got {text!r}")
+    return name, folder
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--examples", type=int, default=128, help="held-out examples per model (spread evenly)")
-    p.add_argument("--extra", action="append", default=[], type=entry_and_dir, metavar="ENTRY=DIR",
-                   help="also read the checkpoint in DIR, on ENTRY's held-out examples (repeatable)")
+    p.add_argument("--extra", action="append", default=[], type=entry_and_dir, metavar="ENTRY[:LABEL]=DIR",
+                   help="also read the checkpoint in DIR, on ENTRY's held-out examples, as ENTRY:LABEL where "
+                        "a label is given (else in ENTRY's place); repeatable")
     p.add_argument("--out", type=Path, default=REPO / "assets" / "benchmarks" / "plateau_anatomy.json")
     args = p.parse_args()
     torch.set_num_threads(1)
     zoo = Zoo(current_scale("course"))
     extra = dict(args.extra)
 
-    def held_out(name: str) -> dict:
-        valid = zoo.entry_data(name, "valid")
+    def held_out(name: str) -> dict:                   # name: an entry, or ENTRY:LABEL (ENTRY's examples)
+        valid = zoo.entry_data(name.partition(":")[0], "valid")
         stride = max(1, len(valid) // args.examples)
         return collate([valid[j] for j in range(0, stride * args.examples, stride)])
 

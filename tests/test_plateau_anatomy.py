@@ -1,10 +1,12 @@
 """benchmarks/plateau_anatomy.py reads what it says: a uniform attention row is 1.0 of uniform on both its
 measures, a row on the two neighbours alone is far from it, and smooth position vectors are alike."""
 
+import argparse
 import importlib.util
 import math
 from pathlib import Path
 
+import pytest
 import torch
 
 import minialbert as ma
@@ -70,3 +72,12 @@ def test_smooth_positions_are_alike_and_random_ones_are_not():
         positions.normal_(0, 0.02, generator=torch.Generator().manual_seed(0))
     rough = anatomy.position_structure(model)["adjacent_cosine"]
     assert smooth > 0.9 and abs(rough) < 0.2, (smooth, rough)
+
+
+def test_extra_takes_an_entry_and_an_optional_label_and_refuses_anything_else():
+    anatomy = load_anatomy()
+    assert anatomy.entry_and_dir("albert-mlm=runs/x") == ("albert-mlm", "runs/x")
+    assert anatomy.entry_and_dir("albert-mlm-128:init-0.1=runs/y") == ("albert-mlm-128:init-0.1", "runs/y")
+    for bad in ("runs/x", "albert-mlm=", "=runs/x", "albert-mlm-128:=runs/y"):
+        with pytest.raises(argparse.ArgumentTypeError, match="ENTRY=DIR or ENTRY:LABEL=DIR"):
+            anatomy.entry_and_dir(bad)
