@@ -8,6 +8,9 @@ length:
   as a share of the uniform row's (1.0: every key alike), and the weight on the two adjacent positions as
   a multiple of what a uniform row gives them (1.0: neighbours not preferred, though the neighbour-count
   baseline, which reads those two tokens alone, predicts a [MASK] far better than the unigram guess);
+  and, since about half of a [MASK]'s neighbours are [MASK]s too, the weight on each neighbour that shows
+  a token as a multiple of the row's mean weight on the tokens shown (1.0: the shown neighbours not
+  preferred over the other shown tokens);
 - what its position embeddings hold: the mean cosine between adjacent positions' vectors (each centred
   on the positions' mean; near 0 for random vectors), and their mean norm as a share of the word
   embeddings' (how much of the summed embedding is position).
@@ -78,16 +81,35 @@ def where_masks_attend(model, batch: dict) -> list[dict]:
 
 def mask_rows(probs: torch.Tensor, batch: dict) -> dict:
     """One layer's attention (B, h, N, N) at the [MASK] positions, heads averaged: the rows' entropy over
-    log(real keys), and their weight on positions i-1 and i+1 times real keys / 2 (both 1.0: uniform)."""
+    log(real keys); their weight on positions i-1 and i+1 times real keys / 2 (1.0: uniform); and, as
+    about half the neighbours are [MASK] too (spans and whole words are masked together), the weight on
+    each neighbour that shows a token, over the row's mean weight on the keys that show one (1.0: the
+    shown neighbours not preferred over the other shown tokens)."""
     b, i = (batch["input_ids"] == MASK_ID).nonzero(as_tuple=True)
-    keys = batch["attention_mask"][b].sum(dim=-1).float()                     # (m,) real keys of each row
-    rows = probs[b, :, i]                                                       # (m, h, N)
-    entropy = -(rows.clamp_min(1e-12).log() * rows).sum(dim=-1).mean(dim=-1)   # (m,)
+    real = batch["attention_mask"][b].bool()                                    # (m, N)
+    shown = real & (batch["input_ids"][b] != MASK_ID)                           # (m, N) real keys, not [MASK]
+    heads = probs[b, :, i]                                                      # (m, h, N)
+    entropy = -(heads.clamp_min(1e-12).log() * heads).sum(dim=-1).mean(dim=-1) # (m,) each head's, averaged
+    rows = heads.mean(dim=1)                                                    # (m, N)
+    keys = real.sum(dim=-1).float()                                             # (m,) real keys of each row
     n = rows.shape[-1]
-    side = sum(rows.gather(2, (i + d).clamp(0, n - 1).view(-1, 1, 1).expand(-1, rows.shape[1], 1))
-               .squeeze(-1).mean(dim=-1) for d in (-1, 1))                     # (m,)
+    neighbours = torch.stack([(i + d).clamp(0, n - 1) for d in (-1, 1)], dim=1)  # (m, 2)
+    inside = torch.stack([(i + d >= 0) & (i + d < n) for d in (-1, 1)], dim=1)   # (m, 2)
+    on_neighbours = rows.gather(1, neighbours)                                  # (m, 2)
+    shown_neighbour = shown.gather(1, neighbours) & inside                      # (m, 2)
+    mean_on_shown = (rows * shown).sum(dim=-1, keepdim=True) / shown.sum(dim=-1, keepdim=True)   # (m, 1)
+    shown_ratio = (on_neighbours / mean_on_shown)[shown_neighbour]               # (shown neighbours,)
     return {"entropy_share": round(float((entropy / keys.log()).mean()), 3),
-            "neighbours_vs_uniform": round(float((side * keys / 2).mean()), 2)}
+            "neighbours_vs_uniform": round(float((on_neighbours.sum(dim=-1) * keys / 2).mean()), 2),
+            "shown_neighbours_vs_shown": round(float(shown_ratio.mean()), 2)}
+
+
+def masked_neighbours(batch: dict) -> float:
+    """The share of the [MASK] positions' real neighbours (i-1, i+1) that are [MASK]s too."""
+    masked, real = batch["input_ids"] == MASK_ID, batch["attention_mask"].bool()          # (B, N) each
+    left, right = masked[:, 1:] & real[:, :-1], masked[:, :-1] & real[:, 1:]              # (B, N-1) each
+    both = (left & masked[:, :-1]).sum() + (right & masked[:, 1:]).sum()
+    return round(float(both / (left.sum() + right.sum())), 3)
 
 
 def position_structure(model) -> dict:
@@ -128,7 +150,8 @@ def main() -> None:
 
     def read(model, batch: dict) -> dict:
         return {"tokens": batch["input_ids"].shape[1], "masks": int((batch["input_ids"] == MASK_ID).sum()),
-                "layers": where_masks_attend(model, batch), **position_structure(model)}
+                "masked_neighbours": masked_neighbours(batch), "layers": where_masks_attend(model, batch),
+                **position_structure(model)}
 
     def load(name: str):
         return load_checkpoint(extra[name]).eval() if name in extra else zoo.load(name, progress=False)
@@ -141,21 +164,26 @@ def main() -> None:
                     **read(load_checkpoint(path).eval(), batches[ANCHOR])}
              for step, path in zoo.checkpoints(ANCHOR).items()}
 
-    def best(r: dict) -> float:                  # the layer whose [MASK] rows prefer the neighbours most
-        return max(layer["neighbours_vs_uniform"] for layer in r["layers"])
+    def best(r: dict, measure: str = "neighbours_vs_uniform") -> float:   # over the layers
+        return max(layer[measure] for layer in r["layers"])
 
     for name, r in rows.items():
         first = r["layers"][0]["entropy_share"]
-        print(f"{name:>22} ({r['tokens']:3d} tokens): first layer's entropy {first:.2f} of uniform; "
-              f"neighbours at most {best(r):.1f}x uniform ({best(r) / best(rows[ANCHOR]):.2f}x {ANCHOR}'s); "
+        print(f"{name:>22} ({r['tokens']:3d} tokens, {r['masked_neighbours']:.0%} of the [MASK]s' neighbours "
+              f"[MASK]s): first layer's entropy {first:.2f} of uniform; "
+              f"neighbours at most {best(r):.1f}x uniform ({best(r) / best(rows[ANCHOR]):.2f}x {ANCHOR}'s), "
+              f"shown ones {best(r, 'shown_neighbours_vs_shown'):.1f}x the shown tokens' mean; "
               f"positions: adjacent cosine {r['adjacent_cosine']:.2f}, "
               f"norm {r['norm_vs_words']:.2f} of the words'")
     for step, r in along.items():
         print(f"{ANCHOR} at step {step:>6,}: held-out [MASK] {r['mask_accuracy']:.1%}; neighbours at most "
-              f"{best(r):.1f}x uniform; positions: adjacent cosine {r['adjacent_cosine']:.2f}")
-    write_json(args.out, {"what": "where [MASK] positions attend (entropy share of uniform, weight on the "
-                                  "two adjacent positions as a multiple of uniform's) and what the position "
-                                  "embeddings hold, per shipped course zoo entry, on its held-out examples",
+              f"{best(r):.1f}x uniform, shown ones {best(r, 'shown_neighbours_vs_shown'):.1f}x; "
+              f"positions: adjacent cosine {r['adjacent_cosine']:.2f}")
+    what = ("where [MASK] positions attend (entropy share of uniform, weight on the two adjacent positions "
+            "as a multiple of uniform's; on each adjacent position that shows a token, over the mean on the "
+            "shown tokens) and what the position embeddings hold, per shipped course zoo entry, on its "
+            "held-out examples")
+    write_json(args.out, {"what": what,
                           "examples": args.examples, "anchor": ANCHOR, "torch": torch.__version__,
                           "models": rows, f"{ANCHOR} along its training": along})
     print(f"wrote {args.out}")
