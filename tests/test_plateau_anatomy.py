@@ -44,7 +44,7 @@ def model_with_qk(scale: float):
     return model
 
 
-def test_uniform_attention_reads_one_on_both_measures():
+def test_uniform_attention_reads_one_on_every_measure():
     anatomy = load_anatomy()
     for layer in anatomy.where_masks_attend(model_with_qk(0.0), masked_batch()):
         assert layer == {"entropy_share": 1.0, "neighbours_vs_uniform": 1.0, "shown_neighbours_vs_shown": 1.0}
