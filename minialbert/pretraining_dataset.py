@@ -74,6 +74,11 @@ class PretrainingDataset(Dataset):
             example["sentence_label"] = self.sentence_labels[i].long()  # ()
         return example
 
+    def without_sentence_labels(self) -> PretrainingDataset:
+        """The same pairs, masked the same way, for masked LM alone: the sentence labels dropped."""
+        return PretrainingDataset(self.input_ids, self.token_type_ids, self.mlm_labels, self.offsets, None,
+                                  "mlm", self.max_seq_len, self.document_ids)
+
     @property
     def lengths(self) -> torch.Tensor:
         """Tokens per example, specials included: (E,)."""

@@ -122,6 +122,18 @@ def test_set_positions_sets_the_tokens_per_example(monkeypatch, tmp_path):
     assert asked == [48, None]
 
 
+def test_masked_lm_alone_on_sop_pairs_trains_without_a_sentence_head(env, tmp_path):
+    """`--objective mlm --inputs sop`: masked LM alone read on the SOP pairs, labels dropped (the 128-token
+    trunk's data); with a sentence objective, --inputs is a one-line error."""
+    res = run(pretrain_argv(tmp_path / "r", 3, "--objective", "mlm", "--inputs", "sop"), env)
+    assert res.returncode == 0, res.stderr
+    assert not any(k.startswith("sentence_head") for k in final_weights(tmp_path / "r"))
+    assert json.loads((tmp_path / "r" / "train_args.json").read_text())["objective"] == "mlm"
+    res = run(pretrain_argv(tmp_path / "s", 3, "--objective", "sop", "--inputs", "sop"), env)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert res.stderr.startswith("minialbert: error: inputs='sop' needs objective 'mlm'")
+
+
 def test_resume_from_a_finished_run_into_a_new_out_is_refused(env, tmp_path):
     """`pretrain --out fresh --resume-from DONE` once exited 0 with JSON naming `fresh`, never made."""
     assert run(pretrain_argv(tmp_path / "done", 2), env).returncode == 0

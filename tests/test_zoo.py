@@ -188,6 +188,28 @@ def test_a_branch_starts_from_its_trunks_final_weights_and_is_keyed_by_it():
                  [], options=RunOptions(start_state={}, progress=False))
 
 
+def test_the_trunk_and_the_mlm_arm_read_the_sop_pairs_without_their_labels():
+    """Masked LM alone on single segments stayed on the unigram plateau at 128 tokens; on [CLS] A [SEP] B
+    [SEP] it leaves it. So the trunk and the MLM arm read exactly the SOP arm's pairs, masked alike, with
+    the labels dropped, and the inputs are in their keys."""
+    for name in (zoo_entries.TRUNK, "albert-mlm-128", "albert-mlm-128-seed1"):
+        assert zoo.entry(name).objective == "mlm" and zoo.entry(name).inputs == "sop"
+    assert all(zoo.entry(n).inputs is None for n in zoo.ENTRIES if not n.startswith(("albert-trunk",
+                                                                                      "albert-mlm-128")))
+    mlm, sop = ZOO.entry_data("albert-mlm-128", "valid"), ZOO.entry_data("albert-sop-128", "valid")
+    assert mlm.objective == "mlm" and mlm.sentence_labels is None and "sentence_label" not in mlm[0]
+    for field in ("input_ids", "token_type_ids", "mlm_labels", "offsets", "document_ids"):
+        assert torch.equal(getattr(mlm, field), getattr(sop, field)), field
+    assert (mlm.token_type_ids == 1).any()                                           # pairs: B is there
+    key = ZOO.entry_key("albert-mlm-128")
+    with pytest.MonkeyPatch.context() as mp:
+        unpaired = dataclasses.replace(zoo.entry("albert-mlm-128"), inputs=None)
+        mp.setitem(zoo.ENTRIES, "albert-mlm-128", unpaired)
+        assert ZOO.entry_key("albert-mlm-128") != key
+    with pytest.raises(ValueError, match="inputs='sop' needs objective 'mlm'"):
+        zoo_entries.Entry("x", "nsp", "a sentence objective reads its own pairs", inputs="sop")
+
+
 def test_a_damaged_entry_resumes_from_its_newest_verified_checkpoint_and_keeps_the_damage_aside():
     """A damaged latest checkpoint (flipped bytes, a missing file, a garbage `latest`)
     never costs the verified work before it: the entry resumes from the newest verified checkpoint,

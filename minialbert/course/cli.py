@@ -118,6 +118,9 @@ def add_pretrain(command: Callable[..., Parser]) -> None:
     pre.add_argument("--segmenting", choices=list(SEGMENTINGS), default=OFFICIAL,
                      help="how documents are cut into pairs: the official code's, or the course's earlier "
                           "cut that the shipped 32-token zoo was trained on (default: official)")
+    pre.add_argument("--inputs", choices=("nsp", "sop"),
+                     help="with --objective mlm: read these sentence pairs, [CLS] A [SEP] B [SEP], with "
+                          "their labels dropped (default: single segments, as the official MLM-only data)")
     pre.add_argument("--steps", type=int, help="optimizer steps (default: the scale's)")
     pre.add_argument("--batch-size", type=int,
                      help="global batch size over all processes (default: the scale's)")

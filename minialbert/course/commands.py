@@ -45,7 +45,8 @@ def cmd_pretrain(args: argparse.Namespace, scale: Scale) -> None:
     # Tokens per example: the scale's, or the positions set with --set (as the zoo's 128-token entries).
     seq_len = cfg.max_position_embeddings if "max_position_embeddings" in dict(args.overrides) else None
     train, valid = (course_pretraining_data(train_args.objective, split, scale.data,
-                                            segmenting=args.segmenting, max_seq_len=seq_len)
+                                            segmenting=args.segmenting, max_seq_len=seq_len,
+                                            inputs=args.inputs)
                     for split in ("train", "valid"))
     try:
         result = pretrain(cfg, train_args, train, pretraining_evaluator(valid, cfg, train_args),

@@ -119,17 +119,22 @@ def pretraining_data_key(objective: str, split: str, data: Data, balance_lengths
 
 def course_pretraining_data(objective: str, split: str, data: Data, balance_lengths: bool = False,
                             workers: int | None = None, segmenting: str = OFFICIAL,
-                            max_seq_len: int | None = None) -> PretrainingDataset:
+                            max_seq_len: int | None = None, inputs: str | None = None) -> PretrainingDataset:
     """The course's pretraining set for one objective and split from `data`, from the set's corpus.
 
     balance_lengths: keep only `length_balanced` pairs (the NSP vs SOP ablation's cue-free SOP arm).
     workers: processes building a scale with data_shards (None: every core; the same bytes for any).
     segmenting: how documents are cut (segments.SEGMENTINGS; the official code's by default).
     max_seq_len: tokens per example (None: the set's, its preset's positions).
+    inputs: for objective "mlm" only, read this sentence objective's pairs ("nsp" or "sop") with their
+        labels dropped (None: single segments, as the official code's MLM-only data).
     """
+    if inputs is not None and (objective != "mlm" or inputs not in ("nsp", "sop")):
+        raise ValueError(f"inputs={inputs!r} needs objective 'mlm' and names 'nsp' or 'sop' pairs")
     docs = documents(data.corpus, split, data.max_documents)
     max_seq_len = max_seq_len or data.max_seq_len
-    return build_examples(docs, course_tokenizer(data), objective, max_seq_len, COURSE_SEED,
-                          dupe_factor=data.dupe_factor, mask_rate=data.mask_rate,
-                          balance_lengths=balance_lengths, digest=corpus_digest(data, split),
-                          shards=data.data_shards, workers=workers, segmenting=segmenting)
+    examples = build_examples(docs, course_tokenizer(data), inputs or objective, max_seq_len, COURSE_SEED,
+                              dupe_factor=data.dupe_factor, mask_rate=data.mask_rate,
+                              balance_lengths=balance_lengths, digest=corpus_digest(data, split),
+                              shards=data.data_shards, workers=workers, segmenting=segmenting)
+    return examples.without_sentence_labels() if inputs else examples

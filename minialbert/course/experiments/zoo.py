@@ -230,19 +230,19 @@ class Zoo:
         args = {k: v for k, v in args.items() if k not in NOT_IN_KEY}
         args["optimizer"] = KEYED_AS.get(args["optimizer"], args["optimizer"])
         settings = {"config": self.entry_config(name).to_dict(), "args": args, "recipe": RECIPE_VERSION,
-                    "data": pretraining_data_key(e.objective, "train", self.data, e.balanced, e.segmenting,
-                                                 entry_seq_len(e, self.models))}
+                    "data": pretraining_data_key(e.inputs or e.objective, "train", self.data, e.balanced,
+                                                 e.segmenting, entry_seq_len(e, self.models))}
         if e.start_from:                            # only when set: the entries from scratch keep their keys
             settings["start_from"] = self.entry_key(e.start_from)
         return f"{e.name}-{hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]}"
 
     def entry_data(self, name: str, split: str) -> PretrainingDataset:
         """The pretraining set an entry trains on ("train") or its held-out pairs, cut the same way
-        ("valid", "test"): its objective's examples, at its length, with its segmenting and length
-        balancing."""
+        ("valid", "test"): its objective's examples (or its inputs' pairs, labels dropped), at its length,
+        with its segmenting and length balancing."""
         e = entry(name)
         return course_pretraining_data(e.objective, split, self.data, e.balanced, segmenting=e.segmenting,
-                                       max_seq_len=entry_seq_len(e, self.models))
+                                       max_seq_len=entry_seq_len(e, self.models), inputs=e.inputs)
 
     def cache_entry_dir(self, name: str) -> Path:
         """Where `python -m minialbert zoo` builds the entry."""

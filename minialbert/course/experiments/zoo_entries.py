@@ -30,6 +30,13 @@ class Entry:
     threads: int | None = None        # torch threads of its build (None: the scale's zoo_threads)
     segmenting: str = OFFICIAL        # how its pairs are cut (segments.SEGMENTINGS)
     start_from: str | None = None     # the entry whose final weights it starts from (a branch of a trunk)
+    inputs: str | None = None         # mlm only: read these pairs (nsp | sop), labels dropped (None: single
+                                      # segments)
+
+    def __post_init__(self):
+        if self.inputs is not None and (self.objective != "mlm" or self.inputs not in ("nsp", "sop")):
+            raise ValueError(f"zoo entry {self.name!r}: inputs={self.inputs!r} needs objective 'mlm' and "
+                             "names 'nsp' or 'sop' pairs")
 
 
 # The entries shipped before the official segmenting (2026-12) were trained on the course's earlier cut,
@@ -92,7 +99,9 @@ EARLIER_ENTRIES = (
 # The NSP vs SOP ablation at 128 tokens, where A and B hold several sentences each, on the official pairs:
 # one masked-LM trunk (ALBERT in miniature, as albert-factorized-lamb, at 128 positions), then branches of
 # equal budget from its final weights that differ only in the sentence objective, two seeds each. So every
-# arm starts past the plateau, and what differs after it is the objective alone.
+# arm starts past the plateau, and what differs after it is the objective alone. The trunk and the MLM
+# arm read the SOP arm's pairs with the labels dropped: masked LM alone on single segments stayed on the
+# unigram plateau (docs/results.md), on [CLS] A [SEP] B [SEP] it leaves it.
 LONG_TEXT = (("hidden_size", 128), ("embedding_size", 64), ("intermediate_size", 512),
              ("max_position_embeddings", 128))
 LONG_TEXT_RECIPE = dict(changes=LONG_TEXT, optimizer="lamb", lr_factor=5 / 3, threads=2)
@@ -100,14 +109,16 @@ TRUNK = "albert-trunk-128"
 BRANCHES = tuple(
     Entry(f"albert-{objective}-128" + (f"-seed{seed}" if seed else ""), objective,
           f"{TRUNK} trained on with {label}, seed {seed}", seed=seed, budget="branch", start_from=TRUNK,
-          **LONG_TEXT_RECIPE)
-    for objective, label in (("mlm", "MLM alone"), ("nsp", "MLM + NSP"), ("sop", "MLM + SOP"))
+          inputs="sop" if objective == "mlm" else None, **LONG_TEXT_RECIPE)
+    for objective, label in (("mlm", "MLM alone (on the SOP pairs, labels dropped)"), ("nsp", "MLM + NSP"),
+                             ("sop", "MLM + SOP"))
     for seed in (0, 1))
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
     *(replace(e, segmenting=TWO_SENTENCE_CHUNKS) for e in EARLIER_ENTRIES),
     Entry(TRUNK, "mlm", "the masked-LM trunk of the 128-token ablation: ALBERT's own traits at twice the "
-                        "course width (as albert-factorized-lamb), 128 tokens, MLM alone", budget="trunk",
-          warmup_factor=2, **LONG_TEXT_RECIPE),
+                        "course width (as albert-factorized-lamb), 128 tokens, MLM alone on the SOP pairs "
+                        "(labels dropped)", budget="trunk", warmup_factor=2, inputs="sop",
+          **LONG_TEXT_RECIPE),
     *BRANCHES,
 )}
