@@ -136,6 +136,12 @@ def _checksum(tensors: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
+def check_inputs(objective: str, inputs: str | None) -> None:
+    """Raise ValueError unless inputs is None, or names sentence pairs ("nsp", "sop") for objective "mlm"."""
+    if inputs is not None and (objective != "mlm" or inputs not in ("nsp", "sop")):
+        raise ValueError(f"inputs={inputs!r} needs objective 'mlm' and names 'nsp' or 'sop' pairs")
+
+
 def check_objective(objective: str) -> None:
     """Raise ValueError unless objective is one of config.OBJECTIVES (mlm, nsp, sop)."""
     if objective not in OBJECTIVES:

@@ -18,6 +18,7 @@ import sentencepiece as spm
 from ..corpus import COURSE_CORPUS_SHA256, documents
 from ..download import cache_dir, read_checked, write_checked
 from ..pretraining_data import COURSE_SEED, PretrainingDataset, build_examples, documents_digest, examples_key
+from ..pretraining_dataset import check_inputs
 from ..segments import OFFICIAL
 from ..tokenizer import TOKENIZER_FORMAT, Tokenizer
 from .scale import Data
@@ -129,8 +130,7 @@ def course_pretraining_data(objective: str, split: str, data: Data, balance_leng
     inputs: for objective "mlm" only, read this sentence objective's pairs ("nsp" or "sop") with their
         labels dropped (None: single segments, as the official code's MLM-only data).
     """
-    if inputs is not None and (objective != "mlm" or inputs not in ("nsp", "sop")):
-        raise ValueError(f"inputs={inputs!r} needs objective 'mlm' and names 'nsp' or 'sop' pairs")
+    check_inputs(objective, inputs)
     docs = documents(data.corpus, split, data.max_documents)
     max_seq_len = max_seq_len or data.max_seq_len
     examples = build_examples(docs, course_tokenizer(data), inputs or objective, max_seq_len, COURSE_SEED,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ...pretraining_dataset import check_inputs
 from ...segments import OFFICIAL, TWO_SENTENCE_CHUNKS
 
 
@@ -34,9 +35,7 @@ class Entry:
                                       # segments)
 
     def __post_init__(self):
-        if self.inputs is not None and (self.objective != "mlm" or self.inputs not in ("nsp", "sop")):
-            raise ValueError(f"zoo entry {self.name!r}: inputs={self.inputs!r} needs objective 'mlm' and "
-                             "names 'nsp' or 'sop' pairs")
+        check_inputs(self.objective, self.inputs)
 
 
 # The entries shipped before the official segmenting (2026-12) were trained on the course's earlier cut,
