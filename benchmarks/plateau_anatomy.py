@@ -1,7 +1,8 @@
 """What a model on the unigram plateau does not use: word order. Read on the shipped course zoo.
 
-At 128 tokens masked LM alone never left the unigram plateau (`albert-mlm-128`, docs/zoo.md), where the
-32-token models with a sentence loss did. This reads, for each model, on held-out examples of its own
+At 128 tokens on single segments, masked LM alone never left the unigram plateau (the first round of
+`albert-mlm-128`, docs/results.md), where the 32-token models with a sentence loss did; on [CLS] A [SEP] B
+[SEP] pairs it leaves it (the shipped round). This reads, for each model, on held-out examples of its own
 length:
 
 - where its [MASK] positions attend, layer by layer (heads averaged): the entropy of the attention row
@@ -23,6 +24,10 @@ also read at each checkpoint it ships, to show when the order appears.
     mkdir -p runs/history
     git archive e89f657^ zoo/v1/course/albert-mlm-71eec8bd934c | tar -x -C runs/history
     python benchmarks/plateau_anatomy.py --extra albert-mlm=runs/history/zoo/v1/course/albert-mlm-71eec8bd934c
+    # the first round's 128-token MLM arm (trained on single segments), on the shipped arm's held-out pairs:
+    git archive 0941b8a^ zoo/v1/course/albert-mlm-128-10daa26a551e | tar -x -C runs/history
+    python benchmarks/plateau_anatomy.py --out runs/anatomy.json \
+        --extra albert-mlm-128:first-round=runs/history/zoo/v1/course/albert-mlm-128-10daa26a551e
     # a checkpoint of your own run, on an entry's held-out examples, under its own label (ENTRY:LABEL):
     python benchmarks/plateau_anatomy.py --out runs/anatomy.json \
         --extra albert-mlm-128:my-run=runs/my-run/checkpoints/step-010000
